@@ -1,0 +1,24 @@
+// What the runtime needs to know about a machine to persist it: its version, the migrations that
+// bring older snapshots forward, the columns projected from a snapshot, and the fences an event
+// carries. The Environment is the production definition; tests plug in others.
+import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
+
+export interface Projection {
+  lifecycleState: string;
+  lifecycleGeneration: number;
+}
+
+/** Fences an event carries, compared with the stored row before the machine sees the event. */
+export interface EventFences {
+  lifecycleGeneration?: number;
+}
+
+export interface ActorDefinition<TEvent extends { type: string } = { type: string }> {
+  machine: AnyStateMachine;
+  /** Bump when a snapshot written by the previous version would not restore as-is. */
+  version: number;
+  /** migrations[n] turns a version-n persisted snapshot into a version-(n+1) one. */
+  migrations: Readonly<Record<number, (snapshot: unknown) => unknown>>;
+  project(snapshot: AnyMachineSnapshot): Projection;
+  fences(event: TEvent): EventFences;
+}

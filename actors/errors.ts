@@ -1,0 +1,89 @@
+// The actor runtime's error taxonomy. Each has a stable `code` so callers (HTTP, workers) map it
+// without string matching; `name` is set because errors cross process boundaries.
+
+export class ActorError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class EnvironmentNotFoundError extends ActorError {
+  constructor(readonly environmentId: string) {
+    super('environment-not-found', `Environment ${environmentId} does not exist`);
+  }
+}
+
+/** A fence the event carries is not the one stored: the sender acted on an old view. */
+export class StaleFenceError extends ActorError {
+  constructor(
+    readonly fence: string,
+    readonly expected: number,
+    readonly actual: number,
+  ) {
+    super('stale-fence', `${fence} is ${actual}, the event expected ${expected}`);
+  }
+}
+
+/** The stored snapshot could not be restored; the row is quarantined, never reset. */
+export class SnapshotQuarantinedError extends ActorError {
+  constructor(
+    readonly environmentId: string,
+    readonly reason: string,
+  ) {
+    super('environment-quarantined', `Environment ${environmentId} is quarantined: ${reason}`);
+  }
+}
+
+/** A newer binary wrote this snapshot; this process must not touch it. */
+export class MachineVersionUnsupportedError extends ActorError {
+  constructor(
+    readonly stored: number,
+    readonly supported: number,
+  ) {
+    super('machine-version-unsupported', `snapshot machine version ${stored} is newer than ${supported}`);
+  }
+}
+
+/** The revision compare-and-swap failed although the lock was held: a bug or a foreign writer. */
+export class RevisionConflictError extends ActorError {
+  constructor(
+    readonly environmentId: string,
+    readonly expectedRevision: number,
+  ) {
+    super('revision-conflict', `Environment ${environmentId} changed under revision ${expectedRevision}`);
+  }
+}
+
+/** The caller lacks a permission on a project of its own tenant. */
+export class ForbiddenError extends ActorError {
+  constructor(readonly missing: readonly string[]) {
+    super('forbidden', `missing permission ${missing.join(', ')}`);
+  }
+}
+
+export class RunSelectionMissingError extends ActorError {
+  constructor(readonly runId: string) {
+    super('run-selection-missing', `run ${runId} has no provider selection`);
+  }
+}
+
+/** The run selection differs from the one the Environment pinned at registration. */
+export class RunSelectionChangedError extends ActorError {
+  constructor(readonly runId: string) {
+    super(
+      'run-selection-changed',
+      `the provider selection of run ${runId} no longer matches the Environment`,
+    );
+  }
+}
+
+/** A release under another idempotency key already moved the Environment on. */
+export class ReleaseConflictError extends ActorError {
+  constructor(readonly state: string) {
+    super('release-conflict', `the Environment is already ${state} under a different idempotency key`);
+  }
+}

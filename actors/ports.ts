@@ -1,0 +1,40 @@
+// Ports for services Sandlot does not own. Each has an embedded implementation backed by our own
+// tables (store/) and, in production, an HTTP client. Implementations accept an optional `via`
+// handle so a recheck made inside a transaction reads through that transaction.
+import type { Queryable } from '../store/db.ts';
+
+export const permissions = ['ReadProjects', 'WriteProjects', 'ReadRunSelection'] as const;
+export type Permission = (typeof permissions)[number];
+
+export interface Caller {
+  tenantId: string;
+  subject: string;
+}
+
+export interface ProjectsAuthority {
+  /** The caller's current permissions on one project of its own tenant (empty when none). */
+  permissions(caller: Caller, projectId: string, via?: Queryable): Promise<ReadonlySet<Permission>>;
+}
+
+export interface ProviderCandidate {
+  providerId: string;
+  adapterVersion: string;
+  optionsSchemaVersion: number;
+  optionsRevision: string;
+  hostingPattern: string;
+  capabilities: string[];
+  exclusive: boolean;
+}
+
+export interface RunSelection {
+  tenantId: string;
+  projectId: string;
+  runId: string;
+  candidates: ProviderCandidate[];
+  /** SHA-256 of the canonical candidate list: what an Environment pins at registration. */
+  selectionHash: string;
+}
+
+export interface RunSelectionSource {
+  get(tenantId: string, projectId: string, runId: string, via?: Queryable): Promise<RunSelection | null>;
+}

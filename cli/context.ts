@@ -1,0 +1,23 @@
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { loadConfig } from '../config/load.ts';
+import type { Config } from '../config/types.ts';
+import type { Database } from '../store/db.ts';
+import { createPgDatabase } from '../store/pg-database.ts';
+import { createPgliteDatabase } from '../store/pglite-database.ts';
+
+export function configFromEnvironment(): Config {
+  return loadConfig(process.env);
+}
+
+export function dataDirOf(config: Config): string {
+  return resolve(process.cwd(), config.dataDir);
+}
+
+/** PostgreSQL when DATABASE_URL is set; otherwise PGlite persisted under the data directory. */
+export async function openDatabase(config: Config): Promise<Database> {
+  if (config.databaseUrl !== undefined) return createPgDatabase({ connectionString: config.databaseUrl });
+  const dir = resolve(dataDirOf(config), 'pgdata');
+  await mkdir(dir, { recursive: true });
+  return createPgliteDatabase(dir);
+}

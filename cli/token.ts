@@ -1,0 +1,39 @@
+import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
+import { mintDevToken, parseTtl } from '../http/auth/mint.ts';
+import { configFromEnvironment, dataDirOf } from './context.ts';
+import { UsageError, parseOptions } from './usage.ts';
+
+/** Prints a token signed with the embedded dev key. Reads only the key file, so it works while `serve` runs. */
+export async function tokenCommand(args: string[]): Promise<void> {
+  const options = parseOptions(args, {
+    tenant: { type: 'string' },
+    sub: { type: 'string' },
+    admin: { type: 'boolean', default: false },
+    ttl: { type: 'string', default: '1h' },
+  });
+  if (options.tenant === undefined || options.sub === undefined)
+    throw new UsageError('--tenant and --sub are required');
+  const config = configFromEnvironment();
+  if (config.mode !== 'embedded') {
+    throw new UsageError(
+      'dev tokens exist only in embedded mode; production tokens come from your identity provider',
+    );
+  }
+  let ttlSeconds: number;
+  try {
+    ttlSeconds = parseTtl(options.ttl);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const key = await loadOrCreateDevKey(dataDirOf(config));
+  const token = await mintDevToken({
+    key,
+    issuer: config.auth.issuer,
+    audience: config.auth.audience,
+    tenant: options.tenant,
+    subject: options.sub,
+    operator: options.admin,
+    ttlSeconds,
+  });
+  process.stdout.write(`${token}\n`);
+}

@@ -1,0 +1,14 @@
+export interface ConfigProblem {
+  variable: string;
+  /** Never contains a secret: values are shown only for non-secret variables, URLs without credentials. */
+  reason: string;
+}
+
+/** The environment does not describe a valid configuration; lists every problem at once. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly code = 'CONFIG_INVALID';
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(['Invalid configuration:', ...problems.map((p) => `  - ${p.variable}: ${p.reason}`)].join('\n'));
+  }
+}

@@ -1,0 +1,175 @@
+// The environment variables Sandlot reads, validated in one pass so that every problem is reported
+// together. DATABASE_URL decides the mode: unset runs embedded (PGlite, built-in Projects and run
+// selection, HS256 dev tokens); set runs production, which needs the external services below.
+
+import { z } from 'zod';
+import { JWT_ALGORITHMS, LOG_LEVELS, PROVIDERS, type Config, type JwtAlgorithm } from './types.ts';
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+const BOOLEANS = new Map([
+  ['true', true],
+  ['1', true],
+  ['false', false],
+  ['0', false],
+]);
+const PRODUCTION_REQUIRED = [
+  'SANDLOT_JWT_ISSUER',
+  'SANDLOT_JWKS_URL',
+  'SANDLOT_PROJECTS_URL',
+  'SANDLOT_RUN_SELECTION_URL',
+] as const;
+
+function parseUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+function url(accept: (url: URL) => boolean, error: string) {
+  return z.string().refine((value) => {
+    const parsed = parseUrl(value);
+    return parsed !== undefined && accept(parsed);
+  }, error);
+}
+
+const isHttp = (u: URL): boolean => u.protocol === 'https:' || u.protocol === 'http:';
+const HTTP_URL_ERROR = 'expected an http:// or https:// URL';
+
+// Keys are fetched over it, so plain http would let anyone on the path mint valid tokens.
+const jwksUrl = url(
+  (u) => u.protocol === 'https:' || (u.protocol === 'http:' && LOOPBACK_HOSTS.has(u.hostname)),
+  'expected an https:// URL (http:// only for 127.0.0.1, localhost or ::1)',
+);
+
+const algorithms = z.string().transform((value, ctx): JwtAlgorithm[] => {
+  const names = [...new Set(value.split(',').map((name) => name.trim()))].filter((name) => name !== '');
+  const known = names.filter((name): name is JwtAlgorithm =>
+    (JWT_ALGORITHMS as readonly string[]).includes(name),
+  );
+  const unknown = names.filter((name) => !known.includes(name as JwtAlgorithm));
+  if (names.length === 0 || unknown.length > 0) {
+    const hmac = unknown.some((name) => name.startsWith('HS'));
+    ctx.issues.push({
+      code: 'custom',
+      input: value,
+      message:
+        (unknown.length > 0 ? `unsupported ${unknown.join(', ')}: ` : '') +
+        `expected a comma-separated list of ${JWT_ALGORITHMS.join(', ')}` +
+        (hmac ? " (HS* is reserved for embedded mode's dev key)" : ''),
+    });
+  }
+  return known;
+});
+
+const envObject = z.object({
+  DATABASE_URL: url(
+    (u) => u.protocol === 'postgres:' || u.protocol === 'postgresql:',
+    'expected a postgres:// or postgresql:// URL',
+  ).optional(),
+  REDIS_URL: url(
+    (u) => u.protocol === 'redis:' || u.protocol === 'rediss:',
+    'expected a redis:// or rediss:// URL',
+  ).optional(),
+  HOST: z.string().regex(/^\S+$/, 'expected a host name or address without spaces').optional(),
+  PORT: z
+    .string()
+    .refine((value) => /^\d{1,5}$/.test(value) && +value >= 1 && +value <= 65535, {
+      error: 'expected an integer between 1 and 65535',
+    })
+    .transform(Number)
+    .default(8080),
+  SANDLOT_DATA_DIR: z.string().default('.sandlot'),
+  // Not z.stringbool: its failure aborts the whole object and would hide the production check.
+  SANDLOT_MIGRATE_ON_START: z
+    .string()
+    .refine((value) => BOOLEANS.has(value.toLowerCase()), 'expected true, false, 1 or 0')
+    .transform((value) => BOOLEANS.get(value.toLowerCase()) === true)
+    .default(true),
+  LOG_LEVEL: z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+  SANDLOT_JWT_ISSUER: z.string().optional(),
+  SANDLOT_JWT_AUDIENCE: z.string().default('sandlot'),
+  SANDLOT_JWKS_URL: jwksUrl.optional(),
+  SANDLOT_JWT_ALGORITHMS: algorithms.default(['RS256', 'ES256']),
+  // Validated only in production (below): embedded mode serves these itself and ignores them.
+  SANDLOT_PROJECTS_URL: z.string().optional(),
+  SANDLOT_RUN_SELECTION_URL: z.string().optional(),
+  SANDLOT_PROVIDER: z
+    .enum(PROVIDERS, { error: `expected one of ${PROVIDERS.join(', ')}` })
+    .default('simulated'),
+  SANDLOT_PROVIDER_OPTIONS_REVISION: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'expected 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" or "-"')
+    .default('1'),
+});
+
+type Env = z.output<typeof envObject>;
+
+function requireProductionServices(env: Env, ctx: z.RefinementCtx<Env>): void {
+  if (env.DATABASE_URL === undefined) return;
+  for (const variable of PRODUCTION_REQUIRED) {
+    if (env[variable] === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [variable],
+        message: 'required in production (DATABASE_URL is set)',
+      });
+    }
+  }
+  for (const variable of ['SANDLOT_PROJECTS_URL', 'SANDLOT_RUN_SELECTION_URL'] as const) {
+    const value = env[variable];
+    const parsed = value === undefined ? undefined : parseUrl(value);
+    if (value !== undefined && (parsed === undefined || !isHttp(parsed))) {
+      ctx.addIssue({ code: 'custom', path: [variable], message: HTTP_URL_ERROR });
+    }
+  }
+}
+
+function toConfig(env: Env): Config {
+  const production = env.DATABASE_URL !== undefined;
+  const { SANDLOT_JWKS_URL: jwks, REDIS_URL: redis } = env;
+  return {
+    mode: production ? 'production' : 'embedded',
+    host: env.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
+    port: env.PORT,
+    dataDir: env.SANDLOT_DATA_DIR,
+    ...(env.DATABASE_URL === undefined ? {} : { databaseUrl: env.DATABASE_URL }),
+    ...(redis === undefined ? {} : { redisUrl: redis }),
+    migrateOnStart: env.SANDLOT_MIGRATE_ON_START,
+    logLevel: env.LOG_LEVEL,
+    auth: {
+      // Production has an issuer by now: requireProductionServices refused its absence.
+      issuer: env.SANDLOT_JWT_ISSUER ?? 'sandlot-embedded',
+      audience: env.SANDLOT_JWT_AUDIENCE,
+      ...(jwks === undefined ? {} : { jwksUrl: jwks }),
+      algorithms: env.SANDLOT_JWT_ALGORITHMS,
+    },
+    ...(production && env.SANDLOT_PROJECTS_URL !== undefined
+      ? { projectsUrl: env.SANDLOT_PROJECTS_URL }
+      : {}),
+    ...(production && env.SANDLOT_RUN_SELECTION_URL !== undefined
+      ? { runSelectionUrl: env.SANDLOT_RUN_SELECTION_URL }
+      : {}),
+    provider: { id: env.SANDLOT_PROVIDER, optionsRevision: env.SANDLOT_PROVIDER_OPTIONS_REVISION },
+  };
+}
+
+/** Blank values count as unset, as they do in most .env tooling; surrounding spaces are dropped. */
+function withoutBlanks(input: unknown): unknown {
+  if (typeof input !== 'object' || input === null) return input;
+  return Object.fromEntries(
+    Object.entries(input).flatMap(([name, value]: [string, unknown]) => {
+      const trimmed = typeof value === 'string' ? value.trim() : value;
+      return trimmed === '' || trimmed === undefined ? [] : [[name, trimmed]];
+    }),
+  );
+}
+
+export const envSchema = z.preprocess(
+  withoutBlanks,
+  envObject
+    // Runs even when a field failed, so one message lists the missing services alongside bad values.
+    .superRefine(requireProductionServices, { when: (payload) => typeof payload.value === 'object' })
+    .transform(toConfig),
+);

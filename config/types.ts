@@ -1,0 +1,41 @@
+// Sandlot's configuration after validation. Every field is resolved (defaults applied); optional
+// keys are absent, never undefined, so spreading a Config never overwrites with undefined.
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Asymmetric algorithms only: HS256 is reserved for embedded mode's dev key. */
+export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384', 'EdDSA'] as const;
+export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
+
+export const PROVIDERS = ['simulated'] as const;
+export type ProviderId = (typeof PROVIDERS)[number];
+
+/** `embedded`: PGlite, built-in Projects and run selection, HS256 dev tokens. `production`: PostgreSQL. */
+export type Mode = 'embedded' | 'production';
+
+export interface AuthConfig {
+  issuer: string;
+  audience: string;
+  jwksUrl?: string;
+  /** Accepted for tokens verified against jwksUrl; embedded mode's dev key is always HS256. */
+  algorithms: JwtAlgorithm[];
+}
+
+export interface Config {
+  mode: Mode;
+  host: string;
+  port: number;
+  /** As given; the caller resolves it against process.cwd(). */
+  dataDir: string;
+  databaseUrl?: string;
+  redisUrl?: string;
+  migrateOnStart: boolean;
+  logLevel: LogLevel;
+  auth: AuthConfig;
+  /** External Projects service; production only. */
+  projectsUrl?: string;
+  /** External run-selection service; production only. */
+  runSelectionUrl?: string;
+  provider: { id: ProviderId; optionsRevision: string };
+}

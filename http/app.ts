@@ -1,0 +1,98 @@
+// The Hono application: one sub-app per resource, one onError that turns every failure into
+// problem+json, OpenAPI generated from the same zod schemas that validate requests.
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { Scalar } from '@scalar/hono-api-reference';
+import type { Logger } from 'pino';
+import type { LifecycleService } from '../actors/lifecycle.ts';
+import type { ProviderIdentity } from '../providers/provider.ts';
+import type { Database } from '../store/db.ts';
+import { requirePrincipal } from './auth/middleware.ts';
+import type { TokenVerifier } from './auth/verify.ts';
+import type { AppEnv } from './context.ts';
+import { invalidRequest, toProblem } from './errors.ts';
+import { Problem, problemResponse } from './problems.ts';
+import { adminRoutes } from './routes/admin.ts';
+import { environmentRoutes } from './routes/environments.ts';
+
+export interface AppDeps {
+  db: Database;
+  lifecycle: LifecycleService;
+  verifier: TokenVerifier;
+  logger: Logger;
+  provider: ProviderIdentity;
+  /** Admin routes exist only in embedded mode, where Sandlot stands in for Projects. */
+  embedded: boolean;
+  version?: string;
+}
+
+export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw invalidRequest(result.error, result.target);
+    },
+  });
+
+  app.use(async (c, next) => {
+    const started = performance.now();
+    c.set('logger', deps.logger);
+    await next();
+    // Path only: query strings and headers may carry things that must never reach a log.
+    deps.logger.info(
+      {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round(performance.now() - started),
+      },
+      'request',
+    );
+  });
+
+  app.onError((error, c) => {
+    const problem = toProblem(error);
+    if (problem !== null) return problemResponse(problem, c.req.path);
+    deps.logger.error({ err: error, method: c.req.method, path: c.req.path }, 'unhandled error');
+    return problemResponse(
+      new Problem(500, 'internal', 'Internal error', 'the request failed; nothing was changed by it'),
+    );
+  });
+  app.notFound((c) =>
+    problemResponse(
+      new Problem(404, 'route-not-found', 'Not found', `no route for ${c.req.method} ${c.req.path}`),
+    ),
+  );
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    try {
+      await deps.db.query('SELECT 1');
+      return c.json({ status: 'ready' });
+    } catch {
+      return problemResponse(new Problem(503, 'not-ready', 'Not ready', 'the database does not answer'));
+    }
+  });
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+  });
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: {
+      title: 'Sandlot',
+      version: deps.version ?? '0.1.0',
+      description: 'Leases agent sandboxes. Every error is application/problem+json with a stable type.',
+    },
+  });
+  app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Sandlot API' }));
+
+  const auth = requirePrincipal(deps.verifier);
+  app.use('/api/*', auth);
+  app.route('/', environmentRoutes(deps.lifecycle));
+  if (deps.embedded) {
+    app.use('/admin/*', auth);
+    app.route('/', adminRoutes(deps.db, deps.provider));
+  }
+  return app;
+}

@@ -1,0 +1,17 @@
+/**
+ * A request could not be authenticated. `reason` is shown to the caller, so it is a fixed phrase and
+ * never carries the token or a claim value.
+ */
+export class AuthenticationError extends Error {
+  override readonly name = 'AuthenticationError';
+  readonly code = 'unauthenticated';
+  readonly reason: string;
+  /** True when a bearer token was presented but rejected (RFC 6750 `error="invalid_token"`). */
+  readonly tokenPresent: boolean;
+
+  constructor(reason: string, tokenPresent: boolean, options?: ErrorOptions) {
+    super(`authentication failed: ${reason}`, options);
+    this.reason = reason;
+    this.tokenPresent = tokenPresent;
+  }
+}

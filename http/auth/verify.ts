@@ -1,0 +1,119 @@
+// Every way a token can fail becomes an AuthenticationError with a fixed, caller-safe reason. jose
+// errors are never passed on as `cause` for claim failures because they carry the decoded payload.
+import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
+import type { JWTPayload, JWTVerifyGetKey } from 'jose';
+
+import { AuthenticationError } from './authentication-error.ts';
+import { TENANT_ID_PATTERN } from './principal.ts';
+import type { Principal } from './principal.ts';
+
+export { AuthenticationError } from './authentication-error.ts';
+
+export type TokenVerifierOptions = (
+  | { kind: 'hs256'; key: Uint8Array; issuer: string; audience: string }
+  | { kind: 'jwks'; jwksUrl: string; issuer: string; audience: string; algorithms: string[] }
+) & { now?: () => Date };
+
+export interface TokenVerifier {
+  verify(authorizationHeader: string | undefined): Promise<Principal>;
+}
+
+const CLOCK_TOLERANCE_SECONDS = 5;
+// RFC 6750 b64token after a case-insensitive scheme.
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
+  const [key, algorithms] = resolveKey(options);
+  return {
+    async verify(authorizationHeader) {
+      const token = authorizationHeader === undefined ? undefined : BEARER.exec(authorizationHeader)?.[1];
+      if (token === undefined) {
+        const malformed = authorizationHeader !== undefined && /^Bearer\s+\S/i.test(authorizationHeader);
+        throw new AuthenticationError(malformed ? 'malformed token' : 'missing bearer token', malformed);
+      }
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, key, {
+          issuer: options.issuer,
+          audience: options.audience,
+          algorithms,
+          clockTolerance: CLOCK_TOLERANCE_SECONDS,
+          requiredClaims: ['exp'],
+          ...(options.now ? { currentDate: options.now() } : {}),
+        }));
+      } catch (err) {
+        throw toAuthenticationError(err);
+      }
+      return principalFrom(payload);
+    },
+  };
+}
+
+function resolveKey(options: TokenVerifierOptions): [Uint8Array | JWTVerifyGetKey, string[]] {
+  if (options.kind === 'hs256') {
+    if (options.key.byteLength < 32) throw new Error('HS256 signing key must be at least 32 bytes');
+    return [options.key, ['HS256']];
+  }
+  // A published key set holds public keys; accepting HMAC here would let anyone who can read it sign.
+  const unsafe = options.algorithms.filter((alg) => alg === 'none' || alg.startsWith('HS'));
+  if (unsafe.length > 0) throw new Error(`JWKS verification cannot allow algorithms: ${unsafe.join(', ')}`);
+  if (options.algorithms.length === 0) throw new Error('JWKS verification needs at least one algorithm');
+  return [createRemoteJWKSet(new URL(options.jwksUrl)), [...options.algorithms]];
+}
+
+function principalFrom(payload: JWTPayload): Principal {
+  const { sub, tenant, roles } = payload;
+  if (typeof sub !== 'string' || sub === '') throw new AuthenticationError('missing subject claim', true);
+  if (tenant === undefined) throw new AuthenticationError('missing tenant claim', true);
+  if (typeof tenant !== 'string' || !TENANT_ID_PATTERN.test(tenant)) {
+    throw new AuthenticationError('invalid tenant claim', true);
+  }
+  const roleList: unknown = roles ?? [];
+  if (!isStringArray(roleList)) throw new AuthenticationError('invalid roles claim', true);
+  return { tenantId: tenant, subject: sub, operator: roleList.includes('operator') };
+}
+
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string');
+}
+
+function toAuthenticationError(err: unknown): AuthenticationError {
+  if (!(err instanceof errors.JOSEError)) {
+    // Not a token problem: in practice the key set fetch failed. The cause is safe to keep.
+    return new AuthenticationError('signing keys unavailable', true, { cause: err });
+  }
+  switch (err.code) {
+    case 'ERR_JWT_EXPIRED':
+      return new AuthenticationError('token expired', true);
+    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
+      return new AuthenticationError(claimReason(err as errors.JWTClaimValidationFailed), true);
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
+      return new AuthenticationError('bad signature', true);
+    case 'ERR_JOSE_ALG_NOT_ALLOWED':
+      return new AuthenticationError('algorithm not allowed', true);
+    case 'ERR_JWKS_NO_MATCHING_KEY':
+    case 'ERR_JWKS_MULTIPLE_MATCHING_KEYS':
+      return new AuthenticationError('no matching signing key', true);
+    case 'ERR_JWKS_TIMEOUT':
+    case 'ERR_JWKS_INVALID':
+    case 'ERR_JWK_INVALID':
+    case 'ERR_JOSE_GENERIC':
+      return new AuthenticationError('signing keys unavailable', true, { cause: err });
+    default: // ERR_JWS_INVALID, ERR_JWT_INVALID, ERR_JOSE_NOT_SUPPORTED
+      return new AuthenticationError('malformed token', true);
+  }
+}
+
+function claimReason(err: errors.JWTClaimValidationFailed): string {
+  if (err.reason === 'missing') return `missing ${err.claim} claim`;
+  switch (err.claim) {
+    case 'aud':
+      return 'wrong audience';
+    case 'iss':
+      return 'wrong issuer';
+    case 'nbf':
+      return 'token not yet valid';
+    default:
+      return `invalid ${err.claim} claim`;
+  }
+}

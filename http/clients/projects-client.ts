@@ -1,0 +1,38 @@
+// Production Projects authority: asks the external Projects service on every check (no cache, so
+// a revoked grant takes effect on the next request).
+import { z } from 'zod';
+import { permissions, type Caller, type Permission, type ProjectsAuthority } from '../../actors/ports.ts';
+import { UpstreamError, getJson } from './fetch-json.ts';
+
+const answer = z.object({ permissions: z.array(z.string()) });
+
+export class HttpProjectsAuthority implements ProjectsAuthority {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly timeoutMs = 5_000,
+  ) {}
+
+  async permissions(caller: Caller, projectId: string): Promise<ReadonlySet<Permission>> {
+    const path = [
+      'tenants',
+      caller.tenantId,
+      'projects',
+      projectId,
+      'subjects',
+      caller.subject,
+      'permissions',
+    ]
+      .map(encodeURIComponent)
+      .join('/');
+    const result = await getJson('Projects', new URL(path, withSlash(this.baseUrl)), this.timeoutMs);
+    if (result.status === 404) return new Set();
+    const parsed = answer.safeParse(result.body);
+    if (!parsed.success) throw new UpstreamError('Projects', 'unexpected response shape');
+    const known = new Set<string>(permissions);
+    return new Set(parsed.data.permissions.filter((p): p is Permission => known.has(p)));
+  }
+}
+
+export function withSlash(url: string): string {
+  return url.endsWith('/') ? url : `${url}/`;
+}

@@ -1,0 +1,98 @@
+// Environment lifecycle routes. Handlers translate HTTP to the lifecycle service and back; they
+// never touch rows themselves. Tenant and actor come only from the verified token.
+import { OpenAPIHono, createRoute } from '@hono/zod-openapi';
+import type { LifecycleService } from '../../actors/lifecycle.ts';
+import type { AppEnv } from '../context.ts';
+import {
+  commonProblems,
+  environmentParams,
+  json,
+  lifecycleSchema,
+  problem,
+  projectParams,
+  registerBody,
+  releaseBody,
+} from '../schemas.ts';
+
+const base = '/api/projects/{projectId}/runs/{runId}/environments';
+const security = [{ bearer: [] }];
+
+const register = createRoute({
+  method: 'post',
+  path: base,
+  summary: 'Register an Environment (idempotent on the key)',
+  security,
+  request: {
+    params: projectParams,
+    body: { required: true, content: { 'application/json': { schema: registerBody } } },
+  },
+  responses: {
+    201: json(lifecycleSchema, 'Registered now'),
+    200: json(lifecycleSchema, 'Already registered under this key: the same Environment'),
+    ...commonProblems,
+    409: problem('The run has no provider selection, or it changed'),
+  },
+});
+
+const release = createRoute({
+  method: 'post',
+  path: `${base}/{environmentId}/release`,
+  summary: 'Release an Environment',
+  security,
+  request: {
+    params: environmentParams,
+    body: { required: true, content: { 'application/json': { schema: releaseBody } } },
+  },
+  responses: {
+    200: json(lifecycleSchema, 'Released'),
+    202: json(lifecycleSchema, 'Releasing: placement is being retired'),
+    ...commonProblems,
+    404: problem('No such Environment for this caller'),
+    409: problem('Lifecycle generation mismatch, or released under another key'),
+  },
+});
+
+const lifecycle = createRoute({
+  method: 'get',
+  path: `${base}/{environmentId}/lifecycle`,
+  summary: 'Read the durable lifecycle of an Environment',
+  security,
+  request: { params: environmentParams },
+  responses: {
+    200: json(lifecycleSchema, 'The lifecycle snapshot'),
+    ...commonProblems,
+    404: problem('No such Environment for this caller'),
+  },
+});
+
+export function environmentRoutes(service: LifecycleService): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.openapi(register, async (c) => {
+    const params = c.req.valid('param');
+    const body = c.req.valid('json');
+    const { created, view } = await service.register(c.var.principal, { ...params, ...body });
+    c.header('cache-control', 'no-store');
+    c.header('location', `${c.req.path}/${view.environmentId}/lifecycle`);
+    return created ? c.json(view, 201) : c.json(view, 200);
+  });
+
+  app.openapi(release, async (c) => {
+    const { projectId, runId, environmentId } = c.req.valid('param');
+    const view = await service.release(
+      c.var.principal,
+      { projectId, runId, environmentId },
+      c.req.valid('json'),
+    );
+    c.header('cache-control', 'no-store');
+    return view.state === 'Released' ? c.json(view, 200) : c.json(view, 202);
+  });
+
+  app.openapi(lifecycle, async (c) => {
+    const view = await service.read(c.var.principal, c.req.valid('param'));
+    c.header('cache-control', 'no-store');
+    return c.json(view, 200);
+  });
+
+  return app;
+}

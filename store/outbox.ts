@@ -1,0 +1,30 @@
+import type { Queryable } from './db.ts';
+
+export interface OutboxRow {
+  outboxId: number;
+  environmentId: string;
+  revision: number;
+  kind: string;
+  payload: unknown;
+}
+
+export async function appendOutbox(tx: Queryable, row: Omit<OutboxRow, 'outboxId'>): Promise<OutboxRow> {
+  const { rows } = await tx.query<OutboxRow>(
+    `INSERT INTO outbox (environment_id, revision, kind, payload) VALUES ($1, $2, $3, $4)
+     RETURNING outbox_id::int AS "outboxId", environment_id AS "environmentId", revision::int AS revision,
+               kind, payload`,
+    [row.environmentId, row.revision, row.kind, JSON.stringify(row.payload)],
+  );
+  const inserted = rows[0];
+  if (inserted === undefined) throw new Error('outbox insert returned no row');
+  return inserted;
+}
+
+export async function readOutbox(q: Queryable, environmentId: string): Promise<OutboxRow[]> {
+  const { rows } = await q.query<OutboxRow>(
+    `SELECT outbox_id::int AS "outboxId", environment_id AS "environmentId", revision::int AS revision, kind, payload
+       FROM outbox WHERE environment_id = $1 ORDER BY outbox_id`,
+    [environmentId],
+  );
+  return rows;
+}

@@ -1,0 +1,37 @@
+import { PGlite } from '@electric-sql/pglite';
+import type { Database, Queryable, QueryResult } from './db.ts';
+
+interface PgliteQueryable {
+  query<R>(sql: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
+  exec(sql: string): Promise<unknown>;
+}
+
+function wrap(target: PgliteQueryable): Queryable {
+  return {
+    async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const result = await target.query<R>(sql, params === undefined ? undefined : [...params]);
+      return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+    },
+    async exec(sql: string): Promise<void> {
+      await target.exec(sql);
+    },
+  };
+}
+
+/**
+ * Embedded PostgreSQL (WASM). One connection per process: transactions are serialised by PGlite,
+ * so concurrency semantics (advisory locks, CAS) hold trivially.
+ * @param dataDir a directory to persist in, or undefined for an in-memory database
+ */
+export async function createPgliteDatabase(dataDir?: string): Promise<Database> {
+  const pglite = await PGlite.create(dataDir === undefined ? {} : { dataDir });
+  const outer = wrap(pglite);
+  return {
+    kind: 'pglite',
+    query: (sql, params) => outer.query(sql, params),
+    exec: (sql) => outer.exec(sql),
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> =>
+      pglite.transaction((tx) => fn(wrap(tx))),
+    close: () => pglite.close(),
+  };
+}

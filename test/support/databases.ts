@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Database } from '../../store/db.ts';
+import { createPgDatabase } from '../../store/pg-database.ts';
+import { createPgliteDatabase } from '../../store/pglite-database.ts';
+
+export const testDatabaseUrl = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface IsolatedPostgres {
+  schema: string;
+  /** Opens another pool on the same schema (a second "process"). */
+  open(max?: number): Database;
+  drop(): Promise<void>;
+}
+
+/** A fresh schema in the test database, so test files never see each other's rows. */
+export async function isolatedPostgres(): Promise<IsolatedPostgres> {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: testDatabaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const opened: Database[] = [];
+  return {
+    schema,
+    open(max = 10) {
+      const db = createPgDatabase({ connectionString: testDatabaseUrl, schema, max });
+      opened.push(db);
+      return db;
+    },
+    async drop() {
+      await Promise.all(opened.map((db) => db.close().catch(() => undefined)));
+      const client = new pg.Client({ connectionString: testDatabaseUrl });
+      await client.connect();
+      await client.query(`DROP SCHEMA ${schema} CASCADE`);
+      await client.end();
+    },
+  };
+}
+
+export interface BackendHandle {
+  db: Database;
+  /** Another handle on the same data (a second pool for PostgreSQL; the same instance for PGlite). */
+  second(): Database;
+  close(): Promise<void>;
+}
+
+export type BackendName = 'postgres' | 'pglite';
+export const backends: BackendName[] = ['postgres', 'pglite'];
+
+export async function openBackend(name: BackendName): Promise<BackendHandle> {
+  if (name === 'pglite') {
+    const db = await createPgliteDatabase();
+    return { db, second: () => db, close: () => db.close() };
+  }
+  const iso = await isolatedPostgres();
+  const db = iso.open();
+  return { db, second: () => iso.open(), close: () => iso.drop() };
+}

@@ -1,0 +1,209 @@
+import { describe, expect, it } from 'vitest';
+import { describeConfig } from '../../config/describe.ts';
+import { ConfigError } from '../../config/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import { displayValue } from '../../config/redact.ts';
+
+const PRODUCTION = {
+  DATABASE_URL: 'postgres://sandlot@db.internal:5432/sandlot',
+  SANDLOT_JWT_ISSUER: 'https://id.example.com/',
+  SANDLOT_JWKS_URL: 'https://id.example.com/.well-known/jwks.json',
+  SANDLOT_PROJECTS_URL: 'https://projects.internal/',
+  SANDLOT_RUN_SELECTION_URL: 'http://run-selection.internal:8081/',
+};
+
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected loadConfig to throw ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('runs embedded with documented defaults when nothing is set', () => {
+    expect(loadConfig({ PATH: '/usr/bin' })).toEqual({
+      mode: 'embedded',
+      host: '127.0.0.1',
+      port: 8080,
+      dataDir: '.sandlot',
+      migrateOnStart: true,
+      logLevel: 'info',
+      auth: { issuer: 'sandlot-embedded', audience: 'sandlot', algorithms: ['RS256', 'ES256'] },
+      provider: { id: 'simulated', optionsRevision: '1' },
+    });
+  });
+
+  it('treats blank variables as unset', () => {
+    expect(loadConfig({ DATABASE_URL: '', PORT: '  ', LOG_LEVEL: '' })).toMatchObject({
+      mode: 'embedded',
+      port: 8080,
+      logLevel: 'info',
+    });
+  });
+
+  it('runs in production when DATABASE_URL is set, listening on all interfaces', () => {
+    expect(
+      loadConfig({ ...PRODUCTION, REDIS_URL: 'rediss://cache:6380', SANDLOT_MIGRATE_ON_START: '0' }),
+    ).toEqual({
+      mode: 'production',
+      host: '0.0.0.0',
+      port: 8080,
+      dataDir: '.sandlot',
+      databaseUrl: PRODUCTION.DATABASE_URL,
+      redisUrl: 'rediss://cache:6380',
+      migrateOnStart: false,
+      logLevel: 'info',
+      auth: {
+        issuer: PRODUCTION.SANDLOT_JWT_ISSUER,
+        audience: 'sandlot',
+        jwksUrl: PRODUCTION.SANDLOT_JWKS_URL,
+        algorithms: ['RS256', 'ES256'],
+      },
+      projectsUrl: PRODUCTION.SANDLOT_PROJECTS_URL,
+      runSelectionUrl: PRODUCTION.SANDLOT_RUN_SELECTION_URL,
+      provider: { id: 'simulated', optionsRevision: '1' },
+    });
+  });
+
+  it('production without its external services names every missing variable in one error', () => {
+    const error = configError({ DATABASE_URL: PRODUCTION.DATABASE_URL });
+
+    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.problems.map((p) => p.variable)).toEqual([
+      'SANDLOT_JWT_ISSUER',
+      'SANDLOT_JWKS_URL',
+      'SANDLOT_PROJECTS_URL',
+      'SANDLOT_RUN_SELECTION_URL',
+    ]);
+    expect(error.message).toMatch(
+      /^Invalid configuration:\n {2}- SANDLOT_JWT_ISSUER: required in production/,
+    );
+  });
+
+  it('embedded mode ignores the production-only service URLs', () => {
+    const config = loadConfig({ SANDLOT_PROJECTS_URL: 'not a url', SANDLOT_RUN_SELECTION_URL: 'https://x/' });
+    expect(config).not.toHaveProperty('projectsUrl');
+    expect(config).not.toHaveProperty('runSelectionUrl');
+  });
+
+  it.each([
+    ['127.0.0.1', 'http://127.0.0.1:9000/jwks'],
+    ['localhost', 'http://localhost/jwks'],
+    ['::1', 'http://[::1]:9000/jwks'],
+  ])('accepts a plain-http JWKS URL on loopback (%s)', (_host, url) => {
+    expect(loadConfig({ SANDLOT_JWKS_URL: url }).auth.jwksUrl).toBe(url);
+  });
+
+  it('accepts true/false/1/0 in any case for SANDLOT_MIGRATE_ON_START', () => {
+    expect(loadConfig({ SANDLOT_MIGRATE_ON_START: 'FALSE' }).migrateOnStart).toBe(false);
+    expect(loadConfig({ SANDLOT_MIGRATE_ON_START: '1' }).migrateOnStart).toBe(true);
+  });
+
+  it('parses and deduplicates the algorithm list', () => {
+    expect(loadConfig({ SANDLOT_JWT_ALGORITHMS: ' EdDSA, PS256,EdDSA' }).auth.algorithms).toEqual([
+      'EdDSA',
+      'PS256',
+    ]);
+  });
+
+  it.each([
+    ['1. a word for PORT', { PORT: 'abc' }, 'PORT: expected an integer between 1 and 65535, got "abc"'],
+    ['2. PORT zero', { PORT: '0' }, 'PORT: expected an integer between 1 and 65535, got "0"'],
+    ['3. PORT above 65535', { PORT: '65536' }, 'PORT: expected an integer between 1 and 65535'],
+    ['4. a fractional PORT', { PORT: '80.5' }, 'PORT: expected an integer'],
+    ['5. a MySQL DATABASE_URL', { DATABASE_URL: 'mysql://db/x' }, 'DATABASE_URL: expected a postgres://'],
+    ['6. DATABASE_URL not a URL', { DATABASE_URL: 'db.internal' }, 'DATABASE_URL: expected a postgres://'],
+    [
+      '7. an http REDIS_URL',
+      { REDIS_URL: 'http://cache' },
+      'REDIS_URL: expected a redis:// or rediss:// URL',
+    ],
+    ['8. plain-http JWKS off loopback', { SANDLOT_JWKS_URL: 'http://id.example.com/' }, 'SANDLOT_JWKS_URL'],
+    ['9. HS256 in the algorithms', { SANDLOT_JWT_ALGORITHMS: 'RS256,HS256' }, 'unsupported HS256'],
+    ['10. an empty algorithm list', { SANDLOT_JWT_ALGORITHMS: ',' }, 'SANDLOT_JWT_ALGORITHMS: expected'],
+    ['11. an unknown LOG_LEVEL', { LOG_LEVEL: 'verbose' }, 'LOG_LEVEL: expected one of fatal'],
+    [
+      '12. "yes" for a boolean',
+      { SANDLOT_MIGRATE_ON_START: 'yes' },
+      'SANDLOT_MIGRATE_ON_START: expected true',
+    ],
+    [
+      '13. an unknown provider',
+      { SANDLOT_PROVIDER: 'kubernetes' },
+      'SANDLOT_PROVIDER: expected one of simulated',
+    ],
+    [
+      '14. a revision with a space',
+      { SANDLOT_PROVIDER_OPTIONS_REVISION: 'v 2' },
+      'SANDLOT_PROVIDER_OPTIONS_REVISION',
+    ],
+    [
+      '15. a 65-character revision',
+      { SANDLOT_PROVIDER_OPTIONS_REVISION: 'r'.repeat(65) },
+      'REVISION: expected 1 to 64',
+    ],
+    [
+      '16. an ftp Projects URL',
+      { ...PRODUCTION, SANDLOT_PROJECTS_URL: 'ftp://p/' },
+      'SANDLOT_PROJECTS_URL: expected an http',
+    ],
+  ])('refuses %s', (_case, env, expected) => {
+    expect(configError(env).message).toContain(expected);
+  });
+
+  it('lists every bad and missing variable together', () => {
+    const error = configError({
+      DATABASE_URL: PRODUCTION.DATABASE_URL,
+      PORT: 'abc',
+      SANDLOT_MIGRATE_ON_START: 'yes',
+    });
+    expect(error.problems.map((p) => p.variable).sort()).toEqual([
+      'PORT',
+      'SANDLOT_JWKS_URL',
+      'SANDLOT_JWT_ISSUER',
+      'SANDLOT_MIGRATE_ON_START',
+      'SANDLOT_PROJECTS_URL',
+      'SANDLOT_RUN_SELECTION_URL',
+    ]);
+  });
+});
+
+describe('secrets in configuration', () => {
+  const password = 'hunter2-s3cret';
+
+  it.each([
+    ['a wrong scheme', { DATABASE_URL: `mysql://app:${password}@db/x` }],
+    ['a valid URL beside other problems', { DATABASE_URL: `postgres://app:${password}@db/x`, PORT: 'x' }],
+    ['a password query parameter', { DATABASE_URL: `mysql://db/x?password=${password}` }],
+    ['an unparseable URL', { DATABASE_URL: `postgres://app:${password}@` }],
+    ['a URL pasted into HOST', { HOST: `postgres://app:${password}@db/x`, PORT: 'x' }],
+    ['a token query parameter', { SANDLOT_JWKS_URL: `http://id.example.com/?token=${password}` }],
+  ])('never shows a password in error messages (%s)', (_case, env) => {
+    const error = configError(env);
+    expect(error.message).not.toContain(password);
+    expect(JSON.stringify(error.problems)).not.toContain(password);
+  });
+
+  it('shows nothing of a variable whose name suggests a secret', () => {
+    expect(displayValue('SANDLOT_API_KEY', password)).toBeUndefined();
+    expect(displayValue('WEBHOOK_SECRET', password)).toBeUndefined();
+    expect(displayValue('PORT', 'abc')).toBe('abc');
+  });
+
+  it('describeConfig strips credentials from every URL', () => {
+    const config = loadConfig({
+      ...PRODUCTION,
+      DATABASE_URL: `postgres://app:${password}@db.internal:5432/sandlot?sslmode=require&password=${password}`,
+      REDIS_URL: `rediss://default:${password}@cache:6380`,
+    });
+
+    const summary = describeConfig(config);
+    expect(JSON.stringify(summary)).not.toContain(password);
+    expect(summary.databaseUrl).toBe('postgres://db.internal:5432/sandlot?sslmode=require&password=redacted');
+    expect(summary.redisUrl).toBe('rediss://cache:6380');
+    expect(config.databaseUrl).toContain(password);
+  });
+});
