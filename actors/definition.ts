@@ -2,6 +2,8 @@
 // bring older snapshots forward, the columns projected from a snapshot, and the fences an event
 // carries. The Environment is the production definition; tests plug in others.
 import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
+import type { Queryable } from '../store/db.ts';
+import type { EnvironmentRow } from '../store/environments.ts';
 
 export interface Projection {
   lifecycleState: string;
@@ -21,4 +23,24 @@ export interface ActorDefinition<TEvent extends { type: string } = { type: strin
   migrations: Readonly<Record<number, (snapshot: unknown) => unknown>>;
   project(snapshot: AnyMachineSnapshot): Projection;
   fences(event: TEvent): EventFences;
+  /**
+   * Performs a `record.*` action (derived rows: leases, attempts, attachments) or prepares an
+   * `effect.*` one (its attempt row) inside the transition's transaction, before the outbox row.
+   * Throwing rolls the whole transition back.
+   */
+  applyAction?(
+    tx: Queryable,
+    row: EnvironmentRow,
+    action: DeclaredAction,
+    event: TEvent | InitEvent,
+  ): Promise<void>;
+}
+
+export interface DeclaredAction {
+  type: string;
+  params: unknown;
+}
+
+export interface InitEvent {
+  type: 'xstate.init';
 }

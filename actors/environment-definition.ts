@@ -1,7 +1,9 @@
 import type { AnyMachineSnapshot } from 'xstate';
 import { environmentMachine } from '../machines/environment.ts';
-import type { EnvironmentContext, EnvironmentEvent } from '../machines/environment-events.ts';
+import type { EnvironmentEvent } from '../machines/environment-events.ts';
+import type { EnvironmentContext } from '../machines/environment.ts';
 import type { ActorDefinition } from './definition.ts';
+import { applyEnvironmentAction } from './environment-records.ts';
 
 export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
   machine: environmentMachine,
@@ -12,10 +14,10 @@ export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
     const context = snapshot.context as EnvironmentContext;
     return { lifecycleState: value.lifecycle, lifecycleGeneration: context.lifecycleGeneration };
   },
+  applyAction: applyEnvironmentAction,
   fences(event) {
-    switch (event.type) {
-      case 'environment.release':
-        return { lifecycleGeneration: event.expectedLifecycleGeneration };
-    }
+    return event.type === 'environment.release'
+      ? { lifecycleGeneration: event.expectedLifecycleGeneration }
+      : {};
   },
 };

@@ -87,3 +87,13 @@ export class ReleaseConflictError extends ActorError {
     super('release-conflict', `the Environment is already ${state} under a different idempotency key`);
   }
 }
+
+/** The Workspace is not the exact Available generation the request named. */
+export class WorkspaceConflictError extends ActorError {
+  constructor(readonly volumeId: string) {
+    super(
+      'workspace-unavailable',
+      `workspace volume ${volumeId} is not available at the requested generation`,
+    );
+  }
+}

@@ -1,7 +1,7 @@
 // Environment lifecycle use cases: register, release, read. Authority is asked before any read,
 // again after every asynchronous wait, and once more inside the transaction before commit.
-import type { EnvironmentContext, EnvironmentEvent } from '../machines/environment-events.ts';
-import type { LifecycleState } from '../machines/environment.ts';
+import type { EnvironmentEvent } from '../machines/environment-events.ts';
+import type { EnvironmentContext, LifecycleState } from '../machines/environment.ts';
 import type { Database } from '../store/db.ts';
 import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
 import { requirePermissions, requirePinnedSelection, requireSelection } from './authority.ts';

@@ -13,7 +13,7 @@ import {
 } from '../store/environments.ts';
 import { appendJournal } from '../store/journal.ts';
 import { appendOutbox, type OutboxRow } from '../store/outbox.ts';
-import type { ActorDefinition } from './definition.ts';
+import type { ActorDefinition, InitEvent } from './definition.ts';
 import {
   EnvironmentNotFoundError,
   RevisionConflictError,
@@ -101,7 +101,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
           toState: snapshot.value,
           actor: context.actor,
         });
-        const effects = await this.#writeEffects(tx, row, actions);
+        const effects = await this.#writeEffects(tx, row, actions, { type: 'xstate.init' });
         await context.beforeCommit?.(tx, row);
         return { created: true, row, effects };
       });
@@ -165,7 +165,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
       toState: next.value,
       actor: context.actor,
     });
-    const effects = await this.#writeEffects(tx, updated, actions);
+    const effects = await this.#writeEffects(tx, updated, actions, event);
     await context.beforeCommit?.(tx, updated);
     return { accepted: true, row: updated, snapshot: next, effects };
   }
@@ -175,9 +175,18 @@ export class ActorRuntime<TEvent extends { type: string }> {
     tx: Queryable,
     row: EnvironmentRow,
     actions: readonly { type: string; params?: unknown }[],
+    event: TEvent | InitEvent,
   ): Promise<OutboxRow[]> {
     const effects: OutboxRow[] = [];
     for (const action of actions) {
+      const declared = action.type.startsWith('effect.') || action.type.startsWith('record.');
+      if (!declared) continue;
+      await this.#definition.applyAction?.(
+        tx,
+        row,
+        { type: action.type, params: action.params ?? null },
+        event,
+      );
       if (!action.type.startsWith('effect.')) continue;
       effects.push(
         await appendOutbox(tx, {
@@ -185,6 +194,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
           revision: row.revision,
           kind: action.type.slice('effect.'.length),
           payload: action.params ?? null,
+          attemptId: attemptIdOf(action.params),
         }),
       );
     }
@@ -194,4 +204,10 @@ export class ActorRuntime<TEvent extends { type: string }> {
   #handOff(effects: OutboxRow[]): void {
     if (effects.length > 0) this.#onEffects(effects);
   }
+}
+
+function attemptIdOf(params: unknown): string | null {
+  if (typeof params !== 'object' || params === null || !('attemptId' in params)) return null;
+  const { attemptId } = params;
+  return typeof attemptId === 'string' ? attemptId : null;
 }

@@ -14,6 +14,8 @@ export const idempotencyKeySchema = z
   .max(200, 'must be at most 200 characters')
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
+const generation = z.number().int().positive();
+
 export const environmentInputSchema = z.strictObject({
   environmentId: z.string(),
   tenantId: identifierSchema,
@@ -24,18 +26,115 @@ export type EnvironmentInput = z.infer<typeof environmentInputSchema>;
 
 export const releaseEventSchema = z.strictObject({
   type: z.literal('environment.release'),
-  expectedLifecycleGeneration: z.number().int().positive(),
+  expectedLifecycleGeneration: generation,
   idempotencyKey: idempotencyKeySchema,
 });
 
-export const environmentEventSchema = z.discriminatedUnion('type', [releaseEventSchema]);
-export type EnvironmentEvent = z.infer<typeof environmentEventSchema>;
+export const workspaceMountSchema = z.strictObject({
+  volumeId: z.string().min(1).max(128),
+  resourceGeneration: generation,
+  dataGeneration: generation,
+  mountPath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._/-]{0,254}$/, 'must be an absolute path of A-Z a-z 0-9 . _ - /')
+    .refine((p) => !p.split('/').includes('..'), 'must not contain ..'),
+  readOnly: z.boolean(),
+});
 
-export interface EnvironmentContext {
-  environmentId: string;
-  tenantId: string;
-  projectId: string;
-  runId: string;
-  lifecycleGeneration: number;
-  release: { idempotencyKey: string } | null;
-}
+const json = z.record(z.string(), z.unknown());
+
+/** Everything a lease needs to be recovered later, frozen at reservation. */
+export const provisionEventSchema = z.strictObject({
+  type: z.literal('sandbox.provision'),
+  operationId: z.string(),
+  idempotencyKey: idempotencyKeySchema,
+  ownerHash: z.string(),
+  workspace: workspaceMountSchema,
+  networkPolicyGeneration: generation,
+  providerIdentity: json,
+  providerOptions: json,
+  runSelection: json,
+});
+
+const leaseFences = {
+  resourceGeneration: generation,
+  providerFence: generation,
+};
+
+export const abandonEventSchema = z.strictObject({
+  type: z.literal('sandbox.abandon'),
+  ...leaseFences,
+  idempotencyKey: idempotencyKeySchema,
+});
+
+export const reconcileEventSchema = z.strictObject({
+  type: z.literal('sandbox.reconcile'),
+  operationId: z.string(),
+  ...leaseFences,
+});
+
+export const observedEventSchema = z.strictObject({
+  type: z.literal('sandbox.observed'),
+  ...leaseFences,
+  phase: z.enum(['scheduled', 'image-ready', 'started']),
+  finished: z.enum(['PodSucceeded', 'PodFailed']).nullable(),
+});
+
+export const attemptKinds = ['provision', 'release', 'listOwned'] as const;
+export type AttemptKind = (typeof attemptKinds)[number];
+
+const attemptFences = {
+  attemptId: z.string(),
+  kind: z.enum(attemptKinds),
+  ...leaseFences,
+  fencingGeneration: generation,
+};
+
+const resourceSchema = z.object({
+  resourceId: z.string(),
+  operationId: z.string(),
+  phase: z.string(),
+  placement: z.record(z.string(), z.string()),
+});
+export type ResourceSummary = z.infer<typeof resourceSchema>;
+
+export const succeededEventSchema = z.strictObject({
+  type: z.literal('provider.succeeded'),
+  ...attemptFences,
+  /** provision: the resource; release: the receipt; listOwned: every exactly-owned resource. */
+  resource: resourceSchema.nullable(),
+  receipt: json.nullable(),
+  resources: z.array(resourceSchema).nullable(),
+});
+
+export const failedEventSchema = z.strictObject({
+  type: z.literal('provider.failed'),
+  ...attemptFences,
+  error: z.object({ code: z.string(), message: z.string() }),
+});
+
+export const unknownEventSchema = z.strictObject({
+  type: z.literal('provider.unknown'),
+  ...attemptFences,
+  error: z.object({ code: z.string(), message: z.string() }),
+});
+
+/** The worker found the attempt's lease moved on and resolved it without calling the provider. */
+export const supersededEventSchema = z.strictObject({
+  type: z.literal('provider.superseded'),
+  ...attemptFences,
+});
+
+export const environmentEventSchema = z.discriminatedUnion('type', [
+  releaseEventSchema,
+  provisionEventSchema,
+  abandonEventSchema,
+  reconcileEventSchema,
+  observedEventSchema,
+  succeededEventSchema,
+  failedEventSchema,
+  unknownEventSchema,
+  supersededEventSchema,
+]);
+export type EnvironmentEvent = z.infer<typeof environmentEventSchema>;
+export type ProviderResultEvent = Extract<EnvironmentEvent, { type: `provider.${string}` }>;

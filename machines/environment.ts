@@ -1,8 +1,73 @@
-// The Environment machine: pure (no I/O, clock or randomness). Parallel regions so that the
-// `sandbox` and `cleanup` regions slot in beside `lifecycle` without reshaping it. Effects are
-// named actions prefixed `effect.`; the actor runtime turns each into an outbox row.
-import { assign, setup } from 'xstate';
-import type { EnvironmentContext, EnvironmentEvent, EnvironmentInput } from './environment-events.ts';
+// The Environment machine: pure (no I/O, clock or randomness). Two parallel regions today:
+// `lifecycle` (Registered → Releasing → Released) and `sandbox` (the current lease). Effects are
+// named actions `effect.*` (outbox rows); `record.*` actions are row writes the runtime performs
+// in the same transaction (lease rows, reconciled attempts).
+import { and, assign, not, or, setup, stateIn } from 'xstate';
+import type { EnvironmentEvent, EnvironmentInput } from './environment-events.ts';
+import * as g from './environment-guards.ts';
+import * as u from './environment-updates.ts';
+import {
+  effectFor,
+  leaseRecord,
+  type AttemptResolution,
+  type LeaseContext,
+  type LeaseRecord,
+  type ProviderEffect,
+  type SandboxContext,
+  type SandboxState,
+} from './sandbox-context.ts';
+
+export interface EnvironmentContext {
+  environmentId: string;
+  tenantId: string;
+  projectId: string;
+  runId: string;
+  lifecycleGeneration: number;
+  release: { idempotencyKey: string } | null;
+  sandbox: SandboxContext;
+}
+
+const lease = (context: EnvironmentContext): LeaseContext => {
+  if (context.sandbox.lease === null) throw new Error('no lease in context');
+  return context.sandbox.lease;
+};
+
+const record = (state: SandboxState) => ({
+  type: 'record.lease' as const,
+  params: ({ context, event }: { context: EnvironmentContext; event: EnvironmentEvent }) =>
+    leaseRecord(
+      lease(context),
+      state,
+      event.type === 'provider.succeeded' && event.kind === 'release' ? event.receipt : null,
+    ),
+});
+
+const resolveAll = (state: AttemptResolution['state'], resolution: string) => ({
+  type: 'record.attemptsResolved' as const,
+  params: ({ context }: { context: EnvironmentContext }) =>
+    u.unresolvedOfLease(context).map((attemptId) => ({ attemptId, state, resolution })),
+});
+
+const open = (kind: 'provision' | 'release' | 'listOwned') => [
+  { type: 'openAttempt' as const, params: { kind } },
+  {
+    type: 'effect.provider' as const,
+    params: ({ context }: { context: EnvironmentContext }) =>
+      effectFor(lease(context), context.sandbox.openedAttemptId ?? '', kind),
+  },
+];
+
+const current = (kind: 'provision' | 'release' | 'listOwned') => ({
+  type: 'currentAttempt' as const,
+  params: { kind },
+});
+const stale = (kind: 'provision' | 'release') => ({ type: 'staleAttempt' as const, params: { kind } });
+const recoveringProvision = { type: 'recovering' as const, params: { what: 'provision' as const } };
+const terminalSandbox = or([
+  stateIn({ sandbox: 'NoLease' }),
+  stateIn({ sandbox: 'Released' }),
+  stateIn({ sandbox: 'Failed' }),
+]);
 
 export const environmentMachine = setup({
   types: {
@@ -11,20 +76,45 @@ export const environmentMachine = setup({
     input: {} as EnvironmentInput,
   },
   guards: {
-    // The runtime rejects a stale fence before the machine runs; the guard keeps the machine
-    // correct on its own (a pure test can never release the wrong generation).
-    releaseGenerationMatches: ({ context, event }) =>
-      event.type === 'environment.release' &&
-      event.expectedLifecycleGeneration === context.lifecycleGeneration,
-    // Release completes only once placement is retired and no provider attempt is unresolved.
-    // With no sandbox region yet there is nothing to wait for.
-    placementRetired: () => true,
+    releaseAllowed: g.releaseAllowed,
+    noUnresolved: g.noUnresolved,
+    leaseMatches: g.leaseMatches,
+    currentAttempt: g.currentAttempt,
+    staleAttempt: g.staleAttempt,
+    othersUnresolved: g.othersUnresolved,
+    releaseConfirmed: g.releaseConfirmed,
+    recovering: g.recovering,
+    foundOwnResource: g.foundOwnResource,
+    observedFinished: g.observedFinished,
+    reconcileIdle: g.reconcileIdle,
   },
   actions: {
     recordReleaseRequest: assign({
       release: ({ event }) =>
         event.type === 'environment.release' ? { idempotencyKey: event.idempotencyKey } : null,
     }),
+    reserveLease: assign({ sandbox: u.reserveLease }),
+    openAttempt: assign({
+      sandbox: (args, params: { kind: 'provision' | 'release' | 'listOwned' }) =>
+        u.openAttempt(args, params.kind),
+    }),
+    settleAttempt: assign({ sandbox: u.settleAttempt }),
+    markUnknown: assign({ sandbox: u.markUnknown }),
+    adoptResource: assign({ sandbox: u.adoptResource }),
+    recordObservation: assign({ sandbox: u.recordObservation }),
+    beginRelease: assign({ sandbox: u.beginRelease }),
+    setRecovering: assign({
+      sandbox: (args, params: { what: 'provision' | 'release' }) => u.setRecovering(args, params.what),
+    }),
+    confirmRelease: assign({ sandbox: u.confirmRelease }),
+    clearReleaseConfirmation: assign({ sandbox: u.clearReleaseConfirmation }),
+    recordFailure: assign({ sandbox: u.recordFailure }),
+    settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
+    // Data for the runtime; executing them here does nothing.
+    'effect.provider': (_, _params: ProviderEffect) => undefined,
+    'record.leaseReserved': (_, _params: LeaseContext) => undefined,
+    'record.lease': (_, _params: LeaseRecord) => undefined,
+    'record.attemptsResolved': (_, _params: AttemptResolution[]) => undefined,
   },
 }).createMachine({
   id: 'environment',
@@ -37,6 +127,12 @@ export const environmentMachine = setup({
     // The first durable lifecycle generation is registered from expected generation zero.
     lifecycleGeneration: 1,
     release: null,
+    sandbox: {
+      counters: { resourceGeneration: 0, providerFence: 0, attemptSeq: 0 },
+      lease: null,
+      unresolved: {},
+      openedAttemptId: null,
+    },
   }),
   states: {
     lifecycle: {
@@ -45,17 +141,235 @@ export const environmentMachine = setup({
         Registered: {
           on: {
             'environment.release': {
-              guard: 'releaseGenerationMatches',
+              guard: 'releaseAllowed',
               target: 'Releasing',
               actions: 'recordReleaseRequest',
             },
           },
         },
-        Releasing: {
-          always: { guard: 'placementRetired', target: 'Released' },
-        },
-        // Not `final`: later regions (late cleanup) may still take events after release.
+        // Completes only once placement is retired and no provider attempt is unresolved.
+        Releasing: { always: { guard: and([terminalSandbox, 'noUnresolved']), target: 'Released' } },
+        // Not `final`: a later cleanup region may still take events after release.
         Released: {},
+      },
+    },
+    sandbox: {
+      initial: 'NoLease',
+      on: {
+        // A result for an attempt opened before an abandon: settle it wherever the lease now is.
+        'provider.superseded': {
+          guard: or([stale('provision'), stale('release')]),
+          actions: 'settleAttempt',
+        },
+      },
+      states: {
+        NoLease: {
+          on: {
+            'sandbox.provision': {
+              guard: stateIn({ lifecycle: 'Registered' }),
+              target: 'Provisioning',
+              actions: [
+                'reserveLease',
+                { type: 'record.leaseReserved', params: ({ context }) => lease(context) },
+              ],
+            },
+          },
+        },
+        Provisioning: {
+          entry: [...open('provision'), record('Provisioning')],
+          on: {
+            'provider.succeeded': {
+              guard: current('provision'),
+              target: 'Active',
+              actions: ['settleAttempt', 'adoptResource'],
+            },
+            'provider.failed': {
+              guard: current('provision'),
+              target: 'Failed',
+              actions: ['settleAttempt', 'recordFailure'],
+            },
+            'provider.unknown': {
+              guard: current('provision'),
+              target: 'ReconciliationRequired',
+              actions: ['markUnknown', { type: 'setRecovering', params: { what: 'provision' } }],
+            },
+            'provider.superseded': {
+              guard: current('provision'),
+              target: 'ReconciliationRequired',
+              actions: ['settleAttempt', { type: 'setRecovering', params: { what: 'provision' } }],
+            },
+            'sandbox.abandon': { guard: 'leaseMatches', target: 'Releasing', actions: 'beginRelease' },
+          },
+        },
+        Active: {
+          entry: record('Active'),
+          on: {
+            'sandbox.observed': [
+              {
+                guard: 'observedFinished',
+                target: 'Releasing',
+                actions: ['recordObservation', 'beginRelease'],
+              },
+              { guard: 'leaseMatches', actions: ['recordObservation', record('Active')] },
+            ],
+            'sandbox.abandon': { guard: 'leaseMatches', target: 'Releasing', actions: 'beginRelease' },
+            'environment.release': { guard: 'releaseAllowed', target: 'Releasing', actions: 'beginRelease' },
+          },
+        },
+        Releasing: {
+          entry: [...open('release'), record('Releasing')],
+          on: {
+            'provider.succeeded': [
+              // An older provision is still out: the resource may yet appear, so wait for it.
+              {
+                guard: and([current('release'), 'othersUnresolved']),
+                actions: ['settleAttempt', 'confirmRelease'],
+              },
+              { guard: current('release'), target: 'Released', actions: 'settleAttempt' },
+              // The stale provision created something after all: release again.
+              {
+                guard: stale('provision'),
+                target: 'Releasing',
+                reenter: true,
+                actions: ['settleAttempt', 'adoptResource', 'clearReleaseConfirmation'],
+              },
+            ],
+            'provider.failed': [
+              {
+                guard: current('release'),
+                target: 'ReconciliationRequired',
+                actions: [
+                  'settleAttempt',
+                  'recordFailure',
+                  { type: 'setRecovering', params: { what: 'release' } },
+                ],
+              },
+              {
+                guard: and([stale('provision'), 'releaseConfirmed', not('othersUnresolved')]),
+                target: 'Released',
+                actions: 'settleAttempt',
+              },
+              { guard: stale('provision'), actions: 'settleAttempt' },
+            ],
+            'provider.superseded': [
+              {
+                guard: and([stale('provision'), 'releaseConfirmed', not('othersUnresolved')]),
+                target: 'Released',
+                actions: 'settleAttempt',
+              },
+              { guard: or([stale('provision'), stale('release')]), actions: 'settleAttempt' },
+              {
+                guard: current('release'),
+                target: 'ReconciliationRequired',
+                actions: ['settleAttempt', { type: 'setRecovering', params: { what: 'release' } }],
+              },
+            ],
+            'provider.unknown': [
+              {
+                guard: current('release'),
+                target: 'ReconciliationRequired',
+                actions: ['markUnknown', { type: 'setRecovering', params: { what: 'release' } }],
+              },
+              {
+                guard: stale('provision'),
+                target: 'ReconciliationRequired',
+                actions: ['markUnknown', { type: 'setRecovering', params: { what: 'release' } }],
+              },
+            ],
+          },
+        },
+        ReconciliationRequired: {
+          entry: record('ReconciliationRequired'),
+          on: {
+            'sandbox.reconcile': {
+              guard: and(['leaseMatches', 'reconcileIdle']),
+              actions: open('listOwned'),
+            },
+            'provider.succeeded': [
+              {
+                guard: and([current('listOwned'), recoveringProvision, 'foundOwnResource']),
+                target: 'Active',
+                actions: [
+                  resolveAll('Succeeded', 'found by exact listOwned'),
+                  'settleAllUnresolved',
+                  'adoptResource',
+                ],
+              },
+              {
+                guard: and([current('listOwned'), recoveringProvision]),
+                target: 'Provisioning',
+                actions: [
+                  resolveAll(
+                    'Superseded',
+                    'not found by exact listOwned; provision retried under the same operation',
+                  ),
+                  'settleAllUnresolved',
+                ],
+              },
+              {
+                guard: and([current('listOwned'), 'foundOwnResource']),
+                target: 'Releasing',
+                actions: [
+                  resolveAll('Superseded', 'still present by exact listOwned; release retried'),
+                  'settleAllUnresolved',
+                  'adoptResource',
+                ],
+              },
+              {
+                guard: current('listOwned'),
+                target: 'Released',
+                actions: [resolveAll('Succeeded', 'absent by exact listOwned'), 'settleAllUnresolved'],
+              },
+              // The original attempt's own result arrived late: it is exact evidence.
+              {
+                guard: and([current('provision'), recoveringProvision]),
+                target: 'Active',
+                actions: ['settleAttempt', 'adoptResource', 'settleAllUnresolved'],
+              },
+              {
+                guard: and([current('release'), not('othersUnresolved')]),
+                target: 'Released',
+                actions: ['settleAttempt', 'settleAllUnresolved'],
+              },
+              { guard: stale('provision'), actions: ['settleAttempt', 'adoptResource'] },
+            ],
+            'provider.failed': [
+              { guard: current('listOwned'), actions: 'settleAttempt' },
+              {
+                guard: or([current('provision'), stale('provision')]),
+                actions: ['settleAttempt', 'recordFailure'],
+              },
+            ],
+            'provider.unknown': { guard: current('listOwned'), actions: 'settleAttempt' },
+            'sandbox.abandon': { guard: 'leaseMatches', target: 'Releasing', actions: 'beginRelease' },
+          },
+        },
+        Released: {
+          entry: record('Released'),
+          on: {
+            'sandbox.provision': {
+              guard: stateIn({ lifecycle: 'Registered' }),
+              target: 'Provisioning',
+              actions: [
+                'reserveLease',
+                { type: 'record.leaseReserved', params: ({ context }) => lease(context) },
+              ],
+            },
+          },
+        },
+        Failed: {
+          entry: record('Failed'),
+          on: {
+            'sandbox.provision': {
+              guard: stateIn({ lifecycle: 'Registered' }),
+              target: 'Provisioning',
+              actions: [
+                'reserveLease',
+                { type: 'record.leaseReserved', params: ({ context }) => lease(context) },
+              ],
+            },
+          },
+        },
       },
     },
   },

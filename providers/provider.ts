@@ -1,5 +1,6 @@
-// The provider port. E1 only needs the advertised identity (what a run selection is matched
-// against); the effect operations (provision, describe, listOwned, release) arrive with E2.
+// The provider port: every implementation (simulated, Kubernetes Agent Sandbox) passes the same
+// contract suite in providers/contract/. Calls take an AbortSignal and a deadline; a provider never
+// reports absence it did not observe exactly, and never reports failure for an outcome it is unsure of.
 
 export interface ProviderIdentity {
   providerId: string;
@@ -9,4 +10,95 @@ export interface ProviderIdentity {
   optionsRevision: string;
   hostingPattern: string;
   capabilities: string[];
+}
+
+/** Who owns a resource, with every fence; stamped on the resource (labels) and checked on read. */
+export interface OwnerBinding {
+  tenantId: string;
+  projectId: string;
+  runId: string;
+  environmentId: string;
+  /** Lower-case hex SHA-256 of the canonical owner tuple; fits in a Kubernetes label value. */
+  ownerHash: string;
+  lifecycleGeneration: number;
+  resourceGeneration: number;
+  providerFence: number;
+  operationId: string;
+}
+
+export interface WorkspaceMount {
+  volumeId: string;
+  resourceGeneration: number;
+  dataGeneration: number;
+  mountPath: string;
+  readOnly: boolean;
+}
+
+export interface ProvisionRequest {
+  owner: OwnerBinding;
+  workspace: WorkspaceMount;
+  networkPolicyGeneration: number;
+  /** Provider options as persisted with the lease: recovery uses these, never current settings. */
+  options: ProviderOptionsSnapshot;
+}
+
+/** Provider-specific options (namespace, image, runtime class…), frozen into the lease at reservation. */
+export type ProviderOptionsSnapshot = Readonly<Record<string, unknown>>;
+
+export type ProviderPhase = 'scheduled' | 'image-ready' | 'started';
+
+export interface ProviderResource {
+  /** The provider's stable identity of the resource (a claim name + UID for Kubernetes). */
+  resourceId: string;
+  owner: OwnerBinding;
+  phase: ProviderPhase;
+  /** Set once the sandbox ran to completion: placement may be retired (not the Environment). */
+  finished?: { reason: 'PodSucceeded' | 'PodFailed' };
+  /** Opaque placement references (endpoint, pod, node) recorded with the lease. */
+  placement: Readonly<Record<string, string>>;
+}
+
+export interface ResourceRef {
+  owner: OwnerBinding;
+  resourceId: string;
+  options: ProviderOptionsSnapshot;
+}
+
+export interface ReleaseRequest extends ResourceRef {
+  /** The release's own idempotency key; echoed in the receipt. */
+  idempotencyKey: string;
+}
+
+/** Proof of absence: only after an exact, successful lookup found nothing of ours left. */
+export interface ReleaseReceipt {
+  outcome: 'KnownOwnedAbsent';
+  resourceId: string;
+  idempotencyKey: string;
+}
+
+export interface OwnedQuery {
+  /** Owner hash and provider fence must match exactly; operationId narrows further when given. */
+  owner: Pick<OwnerBinding, 'ownerHash' | 'providerFence'> & { operationId?: string };
+  options: ProviderOptionsSnapshot;
+}
+
+export interface CallOptions {
+  signal: AbortSignal;
+  deadline: Date;
+}
+
+export type DescribeResult = { present: true; resource: ProviderResource } | { present: false };
+
+export interface SandboxProvider {
+  readonly identity: ProviderIdentity;
+  /** Options snapshot for a new lease, taken from this process's configuration. */
+  optionsSnapshot(): ProviderOptionsSnapshot;
+  /** Idempotent per operation: a repeat returns the same resource, never a second one. */
+  provision(request: ProvisionRequest, options: CallOptions): Promise<ProviderResource>;
+  /** Exact lookup; `present: false` only when the provider answered that it is absent. */
+  describe(ref: ResourceRef, options: CallOptions): Promise<DescribeResult>;
+  /** Every resource with this exact owner and fence. An error or partial read throws, never []. */
+  listOwned(query: OwnedQuery, options: CallOptions): Promise<ProviderResource[]>;
+  /** Deletes and waits until an exact lookup shows the resource gone. */
+  release(request: ReleaseRequest, options: CallOptions): Promise<ReleaseReceipt>;
 }

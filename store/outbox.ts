@@ -6,14 +6,18 @@ export interface OutboxRow {
   revision: number;
   kind: string;
   payload: unknown;
+  /** The provider attempt this effect runs, when it runs one (the queue's job ID). */
+  attemptId: string | null;
 }
+
+const columns = `outbox_id::int AS "outboxId", environment_id AS "environmentId", revision::int AS revision,
+  kind, payload, attempt_id AS "attemptId"`;
 
 export async function appendOutbox(tx: Queryable, row: Omit<OutboxRow, 'outboxId'>): Promise<OutboxRow> {
   const { rows } = await tx.query<OutboxRow>(
-    `INSERT INTO outbox (environment_id, revision, kind, payload) VALUES ($1, $2, $3, $4)
-     RETURNING outbox_id::int AS "outboxId", environment_id AS "environmentId", revision::int AS revision,
-               kind, payload`,
-    [row.environmentId, row.revision, row.kind, JSON.stringify(row.payload)],
+    `INSERT INTO outbox (environment_id, revision, kind, payload, attempt_id) VALUES ($1, $2, $3, $4, $5)
+     RETURNING ${columns}`,
+    [row.environmentId, row.revision, row.kind, JSON.stringify(row.payload), row.attemptId],
   );
   const inserted = rows[0];
   if (inserted === undefined) throw new Error('outbox insert returned no row');
@@ -22,8 +26,7 @@ export async function appendOutbox(tx: Queryable, row: Omit<OutboxRow, 'outboxId
 
 export async function readOutbox(q: Queryable, environmentId: string): Promise<OutboxRow[]> {
   const { rows } = await q.query<OutboxRow>(
-    `SELECT outbox_id::int AS "outboxId", environment_id AS "environmentId", revision::int AS revision, kind, payload
-       FROM outbox WHERE environment_id = $1 ORDER BY outbox_id`,
+    `SELECT ${columns} FROM outbox WHERE environment_id = $1 ORDER BY outbox_id`,
     [environmentId],
   );
   return rows;

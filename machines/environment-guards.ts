@@ -1,0 +1,78 @@
+// Guards of the Environment machine as plain functions of (context, event), so they are testable
+// on their own and the machine definition reads as a table of transitions.
+import type { AttemptKind, EnvironmentEvent } from './environment-events.ts';
+import type { EnvironmentContext } from './environment.ts';
+import { otherUnresolved } from './sandbox-context.ts';
+
+type Args = { context: EnvironmentContext; event: EnvironmentEvent };
+type ResultEvent = Extract<EnvironmentEvent, { attemptId: string }>;
+
+const isResult = (event: EnvironmentEvent): event is ResultEvent => 'attemptId' in event;
+
+export function releaseAllowed({ context, event }: Args): boolean {
+  return (
+    event.type === 'environment.release' &&
+    event.expectedLifecycleGeneration === context.lifecycleGeneration &&
+    Object.keys(context.sandbox.unresolved).length === 0 &&
+    context.sandbox.lease?.reconcileAttemptId == null
+  );
+}
+
+export const noUnresolved = ({ context }: Args): boolean =>
+  Object.keys(context.sandbox.unresolved).length === 0;
+
+/** The event names the current lease exactly (resource generation and provider fence). */
+export function leaseMatches({ context, event }: Args): boolean {
+  const lease = context.sandbox.lease;
+  if (lease === null || !('providerFence' in event) || !('resourceGeneration' in event)) return false;
+  if (event.type === 'sandbox.reconcile' && event.operationId !== lease.operationId) return false;
+  return event.resourceGeneration === lease.resourceGeneration && event.providerFence === lease.providerFence;
+}
+
+/** A result for an attempt of this kind opened under the current fences. */
+export function currentAttempt({ context, event }: Args, params: { kind: AttemptKind }): boolean {
+  const lease = context.sandbox.lease;
+  if (lease === null || !isResult(event) || event.kind !== params.kind) return false;
+  if (event.fencingGeneration !== lease.currentFencingGeneration || !leaseMatches({ context, event }))
+    return false;
+  return params.kind === 'listOwned'
+    ? lease.reconcileAttemptId === event.attemptId
+    : event.attemptId in context.sandbox.unresolved;
+}
+
+/** A result for an unresolved attempt opened before the lease was abandoned. */
+export function staleAttempt({ context, event }: Args, params: { kind: AttemptKind }): boolean {
+  const lease = context.sandbox.lease;
+  if (lease === null || !isResult(event) || event.kind !== params.kind) return false;
+  return (
+    event.attemptId in context.sandbox.unresolved &&
+    event.fencingGeneration !== lease.currentFencingGeneration
+  );
+}
+
+export function othersUnresolved({ context, event }: Args): boolean {
+  return isResult(event) && otherUnresolved(context.sandbox, event.attemptId).length > 0;
+}
+
+export const releaseConfirmed = ({ context }: Args): boolean =>
+  context.sandbox.lease?.releaseConfirmed === true;
+
+export const recovering = ({ context }: Args, params: { what: 'provision' | 'release' }): boolean =>
+  context.sandbox.lease?.recovering === params.what;
+
+/** listOwned found the lease's own operation among the exactly-owned resources. */
+export function foundOwnResource({ context, event }: Args): boolean {
+  const lease = context.sandbox.lease;
+  return (
+    lease !== null &&
+    event.type === 'provider.succeeded' &&
+    (event.resources ?? []).some((r) => r.operationId === lease.operationId)
+  );
+}
+
+export function observedFinished(args: Args): boolean {
+  return args.event.type === 'sandbox.observed' && args.event.finished !== null && leaseMatches(args);
+}
+
+export const reconcileIdle = ({ context }: Args): boolean =>
+  context.sandbox.lease?.reconcileAttemptId == null;

@@ -1,0 +1,158 @@
+// Context updates of the sandbox region as pure functions: (context, event) → new sandbox context.
+// The machine wraps each in `assign`; keeping them here keeps the transition table readable.
+import type { AttemptKind, EnvironmentEvent, ResourceSummary } from './environment-events.ts';
+import type { EnvironmentContext } from './environment.ts';
+import { attemptIdFor, withoutAttempt, type LeaseContext, type SandboxContext } from './sandbox-context.ts';
+
+type Args = { context: EnvironmentContext; event: EnvironmentEvent };
+
+function withLease(sandbox: SandboxContext, change: Partial<LeaseContext>): SandboxContext {
+  if (sandbox.lease === null) return sandbox;
+  return { ...sandbox, lease: { ...sandbox.lease, ...change } };
+}
+
+export function reserveLease({ context, event }: Args): SandboxContext {
+  if (event.type !== 'sandbox.provision') return context.sandbox;
+  const counters = {
+    ...context.sandbox.counters,
+    resourceGeneration: context.sandbox.counters.resourceGeneration + 1,
+    providerFence: context.sandbox.counters.providerFence + 1,
+  };
+  return {
+    ...context.sandbox,
+    counters,
+    lease: {
+      operationId: event.operationId,
+      idempotencyKey: event.idempotencyKey,
+      lifecycleGeneration: context.lifecycleGeneration,
+      resourceGeneration: counters.resourceGeneration,
+      providerFence: counters.providerFence,
+      currentFencingGeneration: 1,
+      ownerHash: event.ownerHash,
+      workspace: event.workspace,
+      networkPolicyGeneration: event.networkPolicyGeneration,
+      providerOptions: event.providerOptions,
+      resource: null,
+      finished: null,
+      release: null,
+      releaseConfirmed: false,
+      recovering: null,
+      reconcileAttemptId: null,
+      failure: null,
+    },
+  };
+}
+
+/** Opens the next attempt of the lease; the following `effect.provider` action describes it. */
+export function openAttempt({ context }: Args, kind: AttemptKind): SandboxContext {
+  const { sandbox } = context;
+  const lease = sandbox.lease;
+  if (lease === null) return sandbox;
+  const attemptSeq = sandbox.counters.attemptSeq + 1;
+  const attemptId = attemptIdFor(lease.operationId, kind, attemptSeq);
+  const next: SandboxContext = {
+    ...sandbox,
+    counters: { ...sandbox.counters, attemptSeq },
+    openedAttemptId: attemptId,
+  };
+  if (kind === 'listOwned') return withLease(next, { reconcileAttemptId: attemptId });
+  return {
+    ...next,
+    unresolved: {
+      ...sandbox.unresolved,
+      [attemptId]: {
+        kind,
+        resourceGeneration: lease.resourceGeneration,
+        fencingGeneration: lease.currentFencingGeneration,
+        state: 'Pending',
+      },
+    },
+  };
+}
+
+/** The attempt's exact result arrived: it no longer blocks anything. */
+export function settleAttempt({ context, event }: Args): SandboxContext {
+  if (!('attemptId' in event)) return context.sandbox;
+  const sandbox = {
+    ...context.sandbox,
+    unresolved: withoutAttempt(context.sandbox.unresolved, event.attemptId),
+  };
+  return sandbox.lease?.reconcileAttemptId === event.attemptId
+    ? withLease(sandbox, { reconcileAttemptId: null })
+    : sandbox;
+}
+
+export function markUnknown({ context, event }: Args): SandboxContext {
+  if (!('attemptId' in event)) return context.sandbox;
+  const attempt = context.sandbox.unresolved[event.attemptId];
+  if (attempt === undefined) return context.sandbox;
+  return {
+    ...context.sandbox,
+    unresolved: { ...context.sandbox.unresolved, [event.attemptId]: { ...attempt, state: 'Unknown' } },
+  };
+}
+
+export function adoptResource({ context, event }: Args): SandboxContext {
+  if (event.type !== 'provider.succeeded') return context.sandbox;
+  const lease = context.sandbox.lease;
+  const own = event.resource ?? event.resources?.find((r) => r.operationId === lease?.operationId) ?? null;
+  return own === null ? context.sandbox : withLease(context.sandbox, { resource: own });
+}
+
+export function recordObservation({ context, event }: Args): SandboxContext {
+  if (event.type !== 'sandbox.observed') return context.sandbox;
+  const resource: ResourceSummary | null = context.sandbox.lease?.resource ?? null;
+  return withLease(context.sandbox, {
+    resource: resource === null ? null : { ...resource, phase: event.phase },
+    finished: event.finished,
+  });
+}
+
+export function beginRelease({ context, event }: Args): SandboxContext {
+  const lease = context.sandbox.lease;
+  if (lease === null) return context.sandbox;
+  if (event.type === 'sandbox.abandon') {
+    // Fence first: every attempt opened before this point is now stale.
+    return withLease(context.sandbox, {
+      currentFencingGeneration: lease.currentFencingGeneration + 1,
+      release: { reason: 'abandon', idempotencyKey: event.idempotencyKey },
+      recovering: null,
+    });
+  }
+  const reason = event.type === 'sandbox.observed' ? 'retired' : 'lifecycle';
+  return withLease(context.sandbox, { release: { reason, idempotencyKey: null } });
+}
+
+export const setRecovering = ({ context }: Args, what: 'provision' | 'release'): SandboxContext =>
+  withLease(context.sandbox, { recovering: what });
+
+export const confirmRelease = ({ context }: Args): SandboxContext =>
+  withLease(context.sandbox, { releaseConfirmed: true });
+
+export const clearReleaseConfirmation = ({ context }: Args): SandboxContext =>
+  withLease(context.sandbox, { releaseConfirmed: false });
+
+export function recordFailure({ context, event }: Args): SandboxContext {
+  if (event.type !== 'provider.failed') return context.sandbox;
+  return withLease(context.sandbox, { failure: event.error });
+}
+
+/** Reconciliation settled every unresolved attempt of the lease at once. */
+export function settleAllUnresolved({ context }: Args): SandboxContext {
+  const lease = context.sandbox.lease;
+  if (lease === null) return context.sandbox;
+  const unresolved = Object.fromEntries(
+    Object.entries(context.sandbox.unresolved).filter(
+      ([, a]) => a.resourceGeneration !== lease.resourceGeneration,
+    ),
+  );
+  return withLease({ ...context.sandbox, unresolved }, { reconcileAttemptId: null, recovering: null });
+}
+
+export function unresolvedOfLease(context: EnvironmentContext): string[] {
+  const lease = context.sandbox.lease;
+  if (lease === null) return [];
+  return Object.entries(context.sandbox.unresolved)
+    .filter(([, a]) => a.resourceGeneration === lease.resourceGeneration)
+    .map(([id]) => id);
+}

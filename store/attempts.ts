@@ -1,0 +1,154 @@
+// Durable provider attempts: written Pending in the transition that declared the effect, moved to
+// Dispatched just before the call, resolved with the exact result. Pending, Dispatched and Unknown
+// are unresolved and block Environment release.
+import type { Queryable } from './db.ts';
+
+export type AttemptState = 'Pending' | 'Dispatched' | 'Succeeded' | 'Failed' | 'Unknown' | 'Superseded';
+export const unresolvedStates: readonly AttemptState[] = ['Pending', 'Dispatched', 'Unknown'];
+
+export interface AttemptRow {
+  attemptId: string;
+  environmentId: string;
+  operationId: string;
+  kind: 'provision' | 'release' | 'listOwned' | 'describe';
+  tenantId: string;
+  projectId: string;
+  runId: string;
+  lifecycleGeneration: number;
+  resourceGeneration: number;
+  providerFence: number;
+  fencingGeneration: number;
+  request: Record<string, unknown>;
+  requestFingerprint: string;
+  state: AttemptState;
+  deadlineAt: Date | null;
+  dispatchedAt: Date | null;
+  resolvedAt: Date | null;
+  dispatchCount: number;
+  receipt: unknown;
+  error: { code: string; message: string } | null;
+  resolution: string | null;
+  createdAt: Date;
+}
+
+const columns = `attempt_id AS "attemptId", environment_id AS "environmentId", operation_id AS "operationId", kind,
+  tenant_id AS "tenantId", project_id AS "projectId", run_id AS "runId",
+  lifecycle_generation AS "lifecycleGeneration", resource_generation AS "resourceGeneration",
+  provider_fence AS "providerFence", fencing_generation AS "fencingGeneration", request,
+  request_fingerprint AS "requestFingerprint", state, deadline_at AS "deadlineAt", dispatched_at AS "dispatchedAt",
+  resolved_at AS "resolvedAt", dispatch_count AS "dispatchCount", receipt, error, resolution, created_at AS "createdAt"`;
+
+export type NewAttempt = Pick<
+  AttemptRow,
+  | 'attemptId'
+  | 'environmentId'
+  | 'operationId'
+  | 'kind'
+  | 'tenantId'
+  | 'projectId'
+  | 'runId'
+  | 'lifecycleGeneration'
+  | 'resourceGeneration'
+  | 'providerFence'
+  | 'fencingGeneration'
+  | 'request'
+  | 'requestFingerprint'
+> & { state?: AttemptState };
+
+export async function insertAttempt(tx: Queryable, a: NewAttempt): Promise<void> {
+  await tx.query(
+    `INSERT INTO provider_attempts (attempt_id, environment_id, operation_id, kind, tenant_id, project_id, run_id,
+       lifecycle_generation, resource_generation, provider_fence, fencing_generation, request, request_fingerprint, state)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+    [
+      a.attemptId,
+      a.environmentId,
+      a.operationId,
+      a.kind,
+      a.tenantId,
+      a.projectId,
+      a.runId,
+      a.lifecycleGeneration,
+      a.resourceGeneration,
+      a.providerFence,
+      a.fencingGeneration,
+      JSON.stringify(a.request),
+      a.requestFingerprint,
+      a.state ?? 'Pending',
+    ],
+  );
+}
+
+export async function readAttempt(q: Queryable, attemptId: string): Promise<AttemptRow | null> {
+  const { rows } = await q.query<AttemptRow>(
+    `SELECT ${columns} FROM provider_attempts WHERE attempt_id = $1`,
+    [attemptId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function readAttemptsOfOperation(q: Queryable, operationId: string): Promise<AttemptRow[]> {
+  const { rows } = await q.query<AttemptRow>(
+    `SELECT ${columns} FROM provider_attempts WHERE operation_id = $1 ORDER BY created_at, attempt_id`,
+    [operationId],
+  );
+  return rows;
+}
+
+export async function countUnresolved(q: Queryable, environmentId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM provider_attempts
+      WHERE environment_id = $1 AND kind IN ('provision', 'release') AND state IN ('Pending', 'Dispatched', 'Unknown')`,
+    [environmentId],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+export async function markDispatched(tx: Queryable, attemptId: string, deadline: Date): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `UPDATE provider_attempts SET state = 'Dispatched', dispatched_at = now(), deadline_at = $2,
+            dispatch_count = dispatch_count + 1, updated_at = now()
+      WHERE attempt_id = $1 AND state = 'Pending'`,
+    [attemptId, deadline],
+  );
+  return rowCount === 1;
+}
+
+/** Records a result; only an unresolved attempt changes, so a late duplicate cannot overwrite. */
+export async function resolveAttempt(
+  tx: Queryable,
+  attemptId: string,
+  result: {
+    state: AttemptState;
+    receipt?: unknown;
+    error?: { code: string; message: string };
+    resolution?: string;
+  },
+): Promise<boolean> {
+  const terminal = result.state !== 'Unknown';
+  const { rowCount } = await tx.query(
+    `UPDATE provider_attempts
+        SET state = $2, receipt = $3, error = $4, resolution = $5, updated_at = now(),
+            resolved_at = CASE WHEN $6 THEN now() ELSE resolved_at END
+      WHERE attempt_id = $1 AND state IN ('Pending', 'Dispatched', 'Unknown')`,
+    [
+      attemptId,
+      result.state,
+      result.receipt === undefined ? null : JSON.stringify(result.receipt),
+      result.error === undefined ? null : JSON.stringify(result.error),
+      result.resolution ?? null,
+      terminal,
+    ],
+  );
+  return rowCount === 1;
+}
+
+/** Dispatched attempts whose deadline passed: the worker died or hangs; the reconciler takes over. */
+export async function overdueDispatched(q: Queryable, now: Date, limit: number): Promise<AttemptRow[]> {
+  const { rows } = await q.query<AttemptRow>(
+    `SELECT ${columns} FROM provider_attempts WHERE state = 'Dispatched' AND deadline_at < $1
+      ORDER BY deadline_at LIMIT $2`,
+    [now, limit],
+  );
+  return rows;
+}

@@ -1,0 +1,153 @@
+// Sandbox lease rows. One current lease per Environment is enforced by the partial unique index
+// sandbox_leases_one_current (migration 0002) as well as by the machine; old generations stay.
+import type { Queryable } from './db.ts';
+
+export interface LeaseRow {
+  environmentId: string;
+  resourceGeneration: number;
+  operationId: string;
+  lifecycleGeneration: number;
+  providerFence: number;
+  currentFencingGeneration: number;
+  state: string;
+  idempotencyKey: string;
+  runSelection: Record<string, unknown>;
+  providerIdentity: Record<string, unknown>;
+  providerOptions: Record<string, unknown>;
+  recoveryRequest: Record<string, unknown>;
+  workspace: {
+    volumeId: string;
+    resourceGeneration: number;
+    dataGeneration: number;
+    mountPath: string;
+    readOnly: boolean;
+  };
+  networkPolicyGeneration: number;
+  resource: {
+    resourceId: string;
+    operationId: string;
+    phase: string;
+    placement: Record<string, string>;
+  } | null;
+  releaseReceipt: Record<string, unknown> | null;
+  failure: { code: string; message: string } | null;
+  revision: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const columns = `environment_id AS "environmentId", resource_generation AS "resourceGeneration",
+  operation_id AS "operationId", lifecycle_generation AS "lifecycleGeneration", provider_fence AS "providerFence",
+  current_fencing_generation AS "currentFencingGeneration", state, idempotency_key AS "idempotencyKey",
+  run_selection AS "runSelection", provider_identity AS "providerIdentity", provider_options AS "providerOptions",
+  recovery_request AS "recoveryRequest", workspace, network_policy_generation AS "networkPolicyGeneration",
+  resource, release_receipt AS "releaseReceipt", failure, revision::int AS revision,
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+export type NewLease = Omit<
+  LeaseRow,
+  'resource' | 'releaseReceipt' | 'failure' | 'createdAt' | 'updatedAt' | 'state'
+>;
+
+export async function insertLease(tx: Queryable, lease: NewLease): Promise<void> {
+  await tx.query(
+    `INSERT INTO sandbox_leases (environment_id, resource_generation, operation_id, lifecycle_generation,
+       provider_fence, current_fencing_generation, state, idempotency_key, run_selection, provider_identity,
+       provider_options, recovery_request, workspace, network_policy_generation, revision)
+     VALUES ($1, $2, $3, $4, $5, $6, 'Provisioning', $7, $8, $9, $10, $11, $12, $13, $14)`,
+    [
+      lease.environmentId,
+      lease.resourceGeneration,
+      lease.operationId,
+      lease.lifecycleGeneration,
+      lease.providerFence,
+      lease.currentFencingGeneration,
+      lease.idempotencyKey,
+      JSON.stringify(lease.runSelection),
+      JSON.stringify(lease.providerIdentity),
+      JSON.stringify(lease.providerOptions),
+      JSON.stringify(lease.recoveryRequest),
+      JSON.stringify(lease.workspace),
+      lease.networkPolicyGeneration,
+      lease.revision,
+    ],
+  );
+}
+
+export interface LeaseUpdate {
+  environmentId: string;
+  resourceGeneration: number;
+  state: string;
+  currentFencingGeneration: number;
+  resource: LeaseRow['resource'];
+  releaseReceipt: Record<string, unknown> | null;
+  failure: LeaseRow['failure'];
+  revision: number;
+}
+
+export async function updateLease(tx: Queryable, update: LeaseUpdate): Promise<void> {
+  const { rowCount } = await tx.query(
+    `UPDATE sandbox_leases
+        SET state = $3, current_fencing_generation = $4, resource = $5,
+            release_receipt = COALESCE($6, release_receipt), failure = $7, revision = $8, updated_at = now()
+      WHERE environment_id = $1 AND resource_generation = $2`,
+    [
+      update.environmentId,
+      update.resourceGeneration,
+      update.state,
+      update.currentFencingGeneration,
+      update.resource === null ? null : JSON.stringify(update.resource),
+      update.releaseReceipt === null ? null : JSON.stringify(update.releaseReceipt),
+      update.failure === null ? null : JSON.stringify(update.failure),
+      update.revision,
+    ],
+  );
+  if (rowCount !== 1)
+    throw new Error(`lease ${update.environmentId}/${update.resourceGeneration} does not exist`);
+}
+
+export async function readCurrentLease(q: Queryable, environmentId: string): Promise<LeaseRow | null> {
+  const { rows } = await q.query<LeaseRow>(
+    `SELECT ${columns} FROM sandbox_leases
+      WHERE environment_id = $1 AND state IN ('Provisioning', 'Active', 'Releasing', 'ReconciliationRequired')`,
+    [environmentId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The newest lease, current or not. */
+export async function readLatestLease(q: Queryable, environmentId: string): Promise<LeaseRow | null> {
+  const { rows } = await q.query<LeaseRow>(
+    `SELECT ${columns} FROM sandbox_leases WHERE environment_id = $1 ORDER BY resource_generation DESC LIMIT 1`,
+    [environmentId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function readLeaseByKey(
+  q: Queryable,
+  environmentId: string,
+  idempotencyKey: string,
+): Promise<LeaseRow | null> {
+  const { rows } = await q.query<LeaseRow>(
+    `SELECT ${columns} FROM sandbox_leases WHERE environment_id = $1 AND idempotency_key = $2`,
+    [environmentId, idempotencyKey],
+  );
+  return rows[0] ?? null;
+}
+
+export async function readLeaseByOperation(q: Queryable, operationId: string): Promise<LeaseRow | null> {
+  const { rows } = await q.query<LeaseRow>(`SELECT ${columns} FROM sandbox_leases WHERE operation_id = $1`, [
+    operationId,
+  ]);
+  return rows[0] ?? null;
+}
+
+/** Environments whose current lease waits for reconciliation (the reconciler's work list). */
+export async function leasesNeedingReconciliation(q: Queryable, limit: number): Promise<LeaseRow[]> {
+  const { rows } = await q.query<LeaseRow>(
+    `SELECT ${columns} FROM sandbox_leases WHERE state = 'ReconciliationRequired' ORDER BY updated_at LIMIT $1`,
+    [limit],
+  );
+  return rows;
+}
