@@ -121,6 +121,26 @@ export class ActorRuntime<TEvent extends { type: string }> {
     });
   }
 
+  /**
+   * The same protocol inside a transaction the caller owns (a worker folding a provider result and
+   * its event into one commit). The caller must call `handOff(outcome.effects)` after commit.
+   */
+  async sendWithin(
+    tx: Queryable,
+    environmentId: string,
+    event: TEvent,
+    context: CommitContext,
+  ): Promise<SendOutcome> {
+    const result = await this.#sendInTransaction(tx, environmentId, event, context);
+    if ('quarantined' in result) throw new SnapshotQuarantinedError(environmentId, result.quarantined);
+    return result;
+  }
+
+  /** Gives committed outbox rows to the queue; the relay re-publishes whatever this misses. */
+  handOff(effects: OutboxRow[]): void {
+    this.#handOff(effects);
+  }
+
   async #sendInTransaction(
     tx: Queryable,
     environmentId: string,
