@@ -1,0 +1,105 @@
+// Contract: the happy path a lease walks (create, observe, renew, terminate).
+import { describe, expect, it } from 'vitest';
+import type { ProviderPhase } from '../provider.ts';
+import {
+  budget,
+  newOwner,
+  ownedBy,
+  pollUntil,
+  presentResource,
+  provisionRequest,
+  refTo,
+  releaseOf,
+  type ContractSubject,
+} from './contract-subject.ts';
+
+const phaseOrder: ProviderPhase[] = ['scheduled', 'image-ready', 'started'];
+
+export function lifecycleCases(subject: () => ContractSubject): void {
+  describe('create', () => {
+    it('provision returns a resource stamped with the exact owner binding', async () => {
+      const s = subject();
+      const owner = newOwner();
+      const resource = await s.provider.provision(provisionRequest(s, owner), budget());
+
+      expect(resource.resourceId).toMatch(/\S/);
+      expect(resource.owner).toEqual(owner);
+      expect(phaseOrder).toContain(resource.phase);
+    });
+
+    it('describe finds the new resource present with that owner', async () => {
+      const s = subject();
+      const owner = newOwner();
+      const resource = await s.provider.provision(provisionRequest(s, owner), budget());
+
+      const found = presentResource(await s.provider.describe(refTo(s, resource), budget()));
+      expect(found.resourceId).toBe(resource.resourceId);
+      expect(found.owner).toEqual(owner);
+    });
+  });
+
+  describe('observe', () => {
+    it('phases progress to started and never go backwards', async () => {
+      const s = subject();
+      const resource = await s.provider.provision(provisionRequest(s, newOwner()), budget());
+
+      const seen = await pollUntil(
+        s,
+        async () => presentResource(await s.provider.describe(refTo(s, resource), budget())).phase,
+        (phase) => phase === 'started',
+      );
+      const ranks = [resource.phase, ...seen].map((phase) => phaseOrder.indexOf(phase));
+      expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
+      expect(seen.at(-1)).toBe('started');
+    });
+  });
+
+  describe('renew', () => {
+    it('re-observing a started resource keeps its identity, owner and phase', async () => {
+      const s = subject();
+      const owner = newOwner();
+      const request = provisionRequest(s, owner);
+      const resource = await s.provider.provision(request, budget());
+      await pollUntil(
+        s,
+        async () => presentResource(await s.provider.describe(refTo(s, resource), budget())).phase,
+        (phase) => phase === 'started',
+      );
+
+      for (let round = 0; round < 2; round++) {
+        const again = presentResource(await s.provider.describe(refTo(s, resource), budget()));
+        expect(again.resourceId).toBe(resource.resourceId);
+        expect(again.owner).toEqual(owner);
+        expect(again.phase).toBe('started');
+      }
+      const reprovisioned = await s.provider.provision(request, budget());
+      expect(reprovisioned.resourceId).toBe(resource.resourceId);
+      expect(reprovisioned.phase).toBe('started');
+    });
+  });
+
+  describe('terminate', () => {
+    it('release proves absence with a receipt for the same resource and idempotency key', async () => {
+      const s = subject();
+      const owner = newOwner();
+      const resource = await s.provider.provision(provisionRequest(s, owner), budget());
+
+      const receipt = await s.provider.release(releaseOf(s, resource, 'release-key-1'), budget());
+      expect(receipt).toEqual({
+        outcome: 'KnownOwnedAbsent',
+        resourceId: resource.resourceId,
+        idempotencyKey: 'release-key-1',
+      });
+    });
+
+    it('after release, describe reports absent and listOwned is empty', async () => {
+      const s = subject();
+      const owner = newOwner();
+      const resource = await s.provider.provision(provisionRequest(s, owner), budget());
+      await s.provider.release(releaseOf(s, resource), budget());
+
+      expect(await s.provider.describe(refTo(s, resource), budget())).toEqual({ present: false });
+      expect(await s.provider.listOwned(ownedBy(s, owner), budget())).toEqual([]);
+    });
+  });
+}

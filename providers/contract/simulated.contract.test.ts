@@ -1,0 +1,20 @@
+import { migrate } from '../../store/migrate.ts';
+import { backends, openBackend } from '../../test/support/databases.ts';
+import { SimulatedProvider } from '../simulated/simulated-provider.ts';
+import { defineProviderContract } from './provider-contract.ts';
+
+for (const backend of backends) {
+  defineProviderContract(`simulated on ${backend}`, async () => {
+    const handle = await openBackend(backend);
+    await migrate(handle.db);
+    const provider = new SimulatedProvider({ db: handle.db, optionsRevision: 'contract-r1' });
+    return {
+      provider,
+      faults: { loseNextResponse: (operation) => provider.injectFault(operation, 'lost-response') },
+      async close() {
+        await provider.close();
+        await handle.close();
+      },
+    };
+  });
+}

@@ -1,0 +1,47 @@
+// Ownership as the simulated provider enforces it: the stored binding must equal the caller's in
+// every field, the way the Kubernetes adapter compares every ownership label and the UID.
+import { canonicalJson } from '../../store/canonical-json.ts';
+import { definitive, ownership } from '../errors.ts';
+import type { OwnerBinding } from '../provider.ts';
+
+/** Copies exactly the binding's fields, so stray properties of a caller's object are never stored. */
+export function pickOwner(owner: OwnerBinding): OwnerBinding {
+  return {
+    tenantId: owner.tenantId,
+    projectId: owner.projectId,
+    runId: owner.runId,
+    environmentId: owner.environmentId,
+    ownerHash: owner.ownerHash,
+    lifecycleGeneration: owner.lifecycleGeneration,
+    resourceGeneration: owner.resourceGeneration,
+    providerFence: owner.providerFence,
+    operationId: owner.operationId,
+  };
+}
+
+export function assertOwnedBy(stored: OwnerBinding, expected: OwnerBinding, resourceId: string): void {
+  if (canonicalJson(pickOwner(stored)) !== canonicalJson(pickOwner(expected))) {
+    throw ownership(
+      'owner-mismatch',
+      `Simulated resource ${resourceId} belongs to operation ${stored.operationId} under another owner binding`,
+    );
+  }
+}
+
+const HASH = /^[0-9a-f]{64}$/;
+
+/** A malformed binding is refused before anything is applied: the one definitive failure. */
+export function validateOwner(owner: OwnerBinding): void {
+  const problems: string[] = [];
+  for (const key of ['tenantId', 'projectId', 'runId', 'environmentId', 'operationId'] as const) {
+    if (typeof owner[key] !== 'string' || owner[key] === '')
+      problems.push(`${key} must be a non-empty string`);
+  }
+  if (typeof owner.ownerHash !== 'string' || !HASH.test(owner.ownerHash)) {
+    problems.push('ownerHash must be 64 lower-case hex digits');
+  }
+  for (const key of ['lifecycleGeneration', 'resourceGeneration', 'providerFence'] as const) {
+    if (!Number.isSafeInteger(owner[key]) || owner[key] < 1) problems.push(`${key} must be an integer ≥ 1`);
+  }
+  if (problems.length > 0) throw definitive('invalid-owner', `Owner binding refused: ${problems.join('; ')}`);
+}
