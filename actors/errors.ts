@@ -97,3 +97,53 @@ export class WorkspaceConflictError extends ActorError {
     );
   }
 }
+
+/** The run selection does not name exactly one exclusive candidate matching the configured provider. */
+export class ProviderSelectionError extends ActorError {
+  constructor(
+    readonly reason: 'no-exclusive-candidate' | 'several-exclusive-candidates' | 'mismatch',
+    readonly mismatches: readonly { field: string; selected: unknown; configured: unknown }[],
+    message: string,
+  ) {
+    super(reason === 'mismatch' ? 'provider-selection-mismatch' : 'provider-selection-invalid', message);
+  }
+}
+
+export class NetworkPolicyUnverifiedError extends ActorError {
+  constructor(message: string) {
+    super('network-policy-unverified', message);
+  }
+}
+
+/** A lease (or the Environment) is not in a state that accepts this request. */
+export class LeaseConflictError extends ActorError {
+  constructor(code: string, message: string) {
+    super(code, message);
+  }
+}
+
+export class LeaseNotFoundError extends ActorError {
+  constructor(message: string) {
+    super('lease-not-found', message);
+  }
+}
+
+/** The request named a resource generation or provider fence that is not the current one. */
+export class StaleLeaseFenceError extends ActorError {
+  constructor(
+    readonly current: { resourceGeneration: number; providerFence: number } | null,
+    message: string,
+  ) {
+    super('stale-fence', message);
+  }
+}
+
+/** Unresolved provider attempts (or a reconciliation in flight) block Environment release. */
+export class ReleaseBlockedError extends ActorError {
+  constructor(readonly unresolvedAttempts: readonly string[]) {
+    super(
+      'release-blocked',
+      `release waits for ${unresolvedAttempts.length} unresolved provider attempt(s); reconcile them first`,
+    );
+  }
+}

@@ -3,10 +3,11 @@
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { EnvironmentContext, LifecycleState } from '../machines/environment.ts';
 import type { Database } from '../store/db.ts';
-import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
+import type { EnvironmentRow } from '../store/environments.ts';
 import { requirePermissions, requirePinnedSelection, requireSelection } from './authority.ts';
 import { environmentIdOf } from './environment-id.ts';
-import { EnvironmentNotFoundError, ReleaseConflictError } from './errors.ts';
+import { ReleaseBlockedError, ReleaseConflictError } from './errors.ts';
+import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
 import type { Caller, Permission, ProjectsAuthority, RunSelectionSource } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
 
@@ -22,11 +23,7 @@ export interface LifecycleView {
   updatedAt: string;
 }
 
-export interface EnvironmentAddress {
-  projectId: string;
-  runId: string;
-  environmentId: string;
-}
+export type { EnvironmentAddress } from './owned.ts';
 
 export interface LifecycleDeps {
   db: Database;
@@ -115,6 +112,11 @@ export class LifecycleService {
     // other key is a conflict, because a release always targets Released exactly once.
     const context = outcome.snapshot.context as EnvironmentContext;
     if (context.release?.idempotencyKey !== request.idempotencyKey) {
+      const blocking = Object.keys(context.sandbox.unresolved);
+      const reconciling = context.sandbox.lease?.reconcileAttemptId;
+      if (outcome.row.lifecycleState === 'Registered' && (blocking.length > 0 || reconciling != null)) {
+        throw new ReleaseBlockedError(reconciling == null ? blocking : [...blocking, reconciling]);
+      }
       throw new ReleaseConflictError(outcome.row.lifecycleState);
     }
     await requirePermissions(authority, caller, address.projectId, writePermissions);
@@ -129,17 +131,7 @@ export class LifecycleService {
     return viewOf(row);
   }
 
-  /** Another tenant's Environment, or one under another project or run, does not exist for you. */
-  async #readOwned(caller: Caller, address: EnvironmentAddress): Promise<EnvironmentRow> {
-    const row = await readEnvironment(this.deps.db, address.environmentId);
-    if (
-      row === null ||
-      row.tenantId !== caller.tenantId ||
-      row.projectId !== address.projectId ||
-      row.runId !== address.runId
-    ) {
-      throw new EnvironmentNotFoundError(address.environmentId);
-    }
-    return row;
+  #readOwned(caller: Caller, address: EnvironmentAddress): Promise<EnvironmentRow> {
+    return readOwnedEnvironment(this.deps.db, caller, address);
   }
 }

@@ -1,18 +1,16 @@
 // The composition root: the one place that picks implementations for the ports from the
 // configuration. Everything below it takes its dependencies as arguments.
 import type { Logger } from 'pino';
-import { environmentDefinition } from '../actors/environment-definition.ts';
-import { LifecycleService } from '../actors/lifecycle.ts';
+import { createServices, type Services } from '../actors/services.ts';
 import type { ProjectsAuthority, RunSelectionSource } from '../actors/ports.ts';
-import { ActorRuntime } from '../actors/runtime.ts';
 import type { Config } from '../config/types.ts';
-import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import { createApp } from '../http/app.ts';
 import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
 import { createTokenVerifier, type TokenVerifier } from '../http/auth/verify.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
-import { simulatedIdentity } from '../providers/simulated/identity.ts';
+import { SimulatedProvider } from '../providers/simulated/simulated-provider.ts';
+import { startWorkers, type WorkerHost } from '../workers/host.ts';
 import type { Database } from '../store/db.ts';
 import { GrantsAuthority } from '../store/grants.ts';
 import { migrate } from '../store/migrate.ts';
@@ -22,6 +20,9 @@ import { dataDirOf, openDatabase } from './context.ts';
 export interface Sandlot {
   db: Database;
   app: ReturnType<typeof createApp>;
+  services: Services;
+  provider: SimulatedProvider;
+  workers: WorkerHost | null;
   close(): Promise<void>;
 }
 
@@ -54,24 +55,69 @@ function portsFor(
   };
 }
 
-export async function composeSandlot(config: Config, logger: Logger): Promise<Sandlot> {
+export interface ComposeOptions {
+  /** Start the effect workers, relay and reconciler in this process (default true). */
+  workers?: boolean;
+}
+
+export async function composeSandlot(
+  config: Config,
+  logger: Logger,
+  options: ComposeOptions = {},
+): Promise<Sandlot> {
   const db = await openDatabase(config);
+  let workers: WorkerHost | null = null;
+  let provider: SimulatedProvider | null = null;
   try {
     if (config.migrateOnStart) {
       await migrate(db, { onApplied: (name) => logger.info({ migration: name }, 'migration applied') });
     }
-    const runtime = new ActorRuntime<EnvironmentEvent>({ db, definition: environmentDefinition });
-    const lifecycle = new LifecycleService({ db, runtime, ...portsFor(config, db) });
+    provider = new SimulatedProvider({
+      db,
+      optionsRevision: config.provider.optionsRevision,
+      seed: config.simulated.seed,
+      ...(config.simulated.faults === undefined ? {} : { faults: config.simulated.faults }),
+    });
+    const ports = portsFor(config, db);
+    const services = createServices({ db, provider, ...ports });
+    if (options.workers !== false) {
+      workers = await startWorkers(
+        { db, services, provider, logger },
+        {
+          ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
+          ...(config.workers.concurrency === undefined ? {} : { concurrency: config.workers.concurrency }),
+          callTimeoutMs: config.workers.callTimeoutMs,
+          reconcileEveryMs: config.workers.reconcileEveryMs,
+          prefix: config.workers.prefix,
+        },
+      );
+    }
     const app = createApp({
       db,
-      lifecycle,
+      lifecycle: services.lifecycle,
+      sandbox: services.sandbox,
+      authority: ports.authority,
       verifier: await verifierFor(config),
       logger,
-      provider: simulatedIdentity(config.provider.optionsRevision),
+      provider: provider.identity,
       embedded: config.mode === 'embedded',
     });
-    return { db, app, close: () => db.close() };
+    const held = provider;
+    return {
+      db,
+      app,
+      services,
+      provider: held,
+      workers,
+      async close() {
+        await workers?.close();
+        await held.close();
+        await db.close();
+      },
+    };
   } catch (error) {
+    await workers?.close().catch(() => undefined);
+    await provider?.close().catch(() => undefined);
     await db.close();
     throw error;
   }

@@ -3,12 +3,14 @@ import { ConfigError } from '../config/errors.ts';
 import { migrateCommand } from './migrate.ts';
 import { serveCommand } from './serve.ts';
 import { tokenCommand } from './token.ts';
+import { workerCommand } from './worker.ts';
 import { UsageError } from './usage.ts';
 
 const usage = `Usage: sandlot <command> [options]
 
 Commands:
   serve [--port N]                         run the API (and workers) in this process
+  worker                                   run effect workers, outbox relay and reconciler (needs DATABASE_URL)
   migrate                                  apply database migrations and exit
   token --tenant T --sub S [--admin] [--ttl 1h]
                                            print a dev token signed with the embedded key
@@ -19,6 +21,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   serve: serveCommand,
   migrate: migrateCommand,
   token: tokenCommand,
+  worker: workerCommand,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -51,4 +54,5 @@ async function main(argv: string[]): Promise<number> {
 
 const code = await main(process.argv.slice(2));
 // `serve` keeps running until a signal; every other command ends here.
-if (process.argv[2] !== 'serve' || code !== 0) process.exitCode = code;
+const longRunning = process.argv[2] === 'serve' || process.argv[2] === 'worker';
+if (!longRunning || code !== 0) process.exitCode = code;

@@ -1,3 +1,4 @@
+import { parseFaultPlan } from '../providers/simulated/fault-plan.ts';
 // The environment variables Sandlot reads, validated in one pass so that every problem is reported
 // together. DATABASE_URL decides the mode: unset runs embedded (PGlite, built-in Projects and run
 // selection, HS256 dev tokens); set runs production, which needs the external services below.
@@ -102,6 +103,25 @@ const envObject = z.object({
     .string()
     .regex(/^[A-Za-z0-9._-]{1,64}$/, 'expected 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" or "-"')
     .default('1'),
+  SANDLOT_SIMULATED_FAULTS: z
+    .string()
+    .refine((v) => {
+      try {
+        parseFaultPlan(v);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'expected a JSON fault plan (see docs/operations.md)')
+    .optional(),
+  SANDLOT_SIMULATED_SEED: z.coerce.number().int('expected an integer seed').default(1),
+  SANDLOT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).optional(),
+  SANDLOT_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  SANDLOT_RECONCILE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  SANDLOT_BULLMQ_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,32}$/, 'expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-"')
+    .default('sandlot'),
 });
 
 type Env = z.output<typeof envObject>;
@@ -152,6 +172,20 @@ function toConfig(env: Env): Config {
       ? { runSelectionUrl: env.SANDLOT_RUN_SELECTION_URL }
       : {}),
     provider: { id: env.SANDLOT_PROVIDER, optionsRevision: env.SANDLOT_PROVIDER_OPTIONS_REVISION },
+    simulated: {
+      seed: env.SANDLOT_SIMULATED_SEED,
+      ...(env.SANDLOT_SIMULATED_FAULTS === undefined
+        ? {}
+        : { faults: parseFaultPlan(env.SANDLOT_SIMULATED_FAULTS) }),
+    },
+    workers: {
+      ...(env.SANDLOT_WORKER_CONCURRENCY === undefined
+        ? {}
+        : { concurrency: env.SANDLOT_WORKER_CONCURRENCY }),
+      callTimeoutMs: env.SANDLOT_CALL_TIMEOUT_MS,
+      reconcileEveryMs: env.SANDLOT_RECONCILE_EVERY_MS,
+      prefix: env.SANDLOT_BULLMQ_PREFIX,
+    },
   };
 }
 

@@ -1,3 +1,4 @@
+import type { FaultPlan } from '../providers/simulated/fault-plan.ts';
 // Sandlot's configuration after validation. Every field is resolved (defaults applied); optional
 // keys are absent, never undefined, so spreading a Config never overwrites with undefined.
 
@@ -38,4 +39,6 @@ export interface Config {
   /** External run-selection service; production only. */
   runSelectionUrl?: string;
   provider: { id: ProviderId; optionsRevision: string };
+  simulated: { seed: number; faults?: FaultPlan };
+  workers: { concurrency?: number; callTimeoutMs: number; reconcileEveryMs: number; prefix: string };
 }

@@ -4,6 +4,8 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { Scalar } from '@scalar/hono-api-reference';
 import type { Logger } from 'pino';
 import type { LifecycleService } from '../actors/lifecycle.ts';
+import type { ProjectsAuthority } from '../actors/ports.ts';
+import type { SandboxService } from '../actors/sandbox.ts';
 import type { ProviderIdentity } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
 import { requirePrincipal } from './auth/middleware.ts';
@@ -13,10 +15,13 @@ import { invalidRequest, toProblem } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { environmentRoutes } from './routes/environments.ts';
+import { sandboxRoutes } from './routes/sandbox.ts';
 
 export interface AppDeps {
   db: Database;
   lifecycle: LifecycleService;
+  sandbox: SandboxService;
+  authority: ProjectsAuthority;
   verifier: TokenVerifier;
   logger: Logger;
   provider: ProviderIdentity;
@@ -90,6 +95,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const auth = requirePrincipal(deps.verifier);
   app.use('/api/*', auth);
   app.route('/', environmentRoutes(deps.lifecycle));
+  app.route('/', sandboxRoutes(deps.sandbox, deps.db, deps.authority));
   if (deps.embedded) {
     app.use('/admin/*', auth);
     app.route('/', adminRoutes(deps.db, deps.provider));

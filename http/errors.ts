@@ -6,7 +6,10 @@ import {
   ActorError,
   ForbiddenError,
   MachineVersionUnsupportedError,
+  ProviderSelectionError,
+  ReleaseBlockedError,
   ReleaseConflictError,
+  StaleLeaseFenceError,
   SnapshotQuarantinedError,
   StaleFenceError,
 } from '../actors/errors.ts';
@@ -50,7 +53,27 @@ export function toProblem(error: unknown): Problem | null {
   if (error instanceof SnapshotQuarantinedError || error instanceof MachineVersionUnsupportedError) {
     return new Problem(503, error.code, 'Environment unavailable', error.message);
   }
+  if (error instanceof ProviderSelectionError) {
+    const status = error.reason === 'mismatch' ? 409 : 422;
+    return new Problem(status, error.code, 'Provider selection unusable', error.message, {
+      mismatches: error.mismatches,
+    });
+  }
+  if (error instanceof ReleaseBlockedError) {
+    return conflict('release-blocked', 'Release blocked', error.message, {
+      unresolvedAttempts: error.unresolvedAttempts,
+    });
+  }
+  if (error instanceof StaleLeaseFenceError) {
+    return conflict('stale-fence', 'Stale lease fence', error.message, { current: error.current });
+  }
   switch (error.code) {
+    case 'lease-not-found':
+      return new Problem(404, 'lease-not-found', 'Lease not found', error.message);
+    case 'workspace-unavailable':
+      return conflict('workspace-unavailable', 'Workspace unavailable', error.message);
+    case 'network-policy-unverified':
+      return conflict('network-policy-unverified', 'Network policy not verified', error.message);
     case 'environment-not-found':
       return new Problem(404, 'environment-not-found', 'Environment not found', error.message);
     case 'run-selection-missing':

@@ -29,24 +29,32 @@ export function leaseMatches({ context, event }: Args): boolean {
   return event.resourceGeneration === lease.resourceGeneration && event.providerFence === lease.providerFence;
 }
 
-/** A result for an attempt of this kind opened under the current fences. */
-export function currentAttempt({ context, event }: Args, params: { kind: AttemptKind }): boolean {
+/** The result names an attempt we opened, with exactly the fences it was opened under. */
+function knownAttempt(
+  args: Args,
+  kind: AttemptKind,
+): args is { context: EnvironmentContext; event: ResultEvent } {
+  const { context, event } = args;
   const lease = context.sandbox.lease;
-  if (lease === null || !isResult(event) || event.kind !== params.kind) return false;
-  if (event.fencingGeneration !== lease.currentFencingGeneration || !leaseMatches({ context, event }))
+  if (lease === null || !isResult(event) || event.kind !== kind || !leaseMatches({ context, event }))
     return false;
-  return params.kind === 'listOwned'
-    ? lease.reconcileAttemptId === event.attemptId
-    : event.attemptId in context.sandbox.unresolved;
+  if (kind === 'listOwned') return lease.reconcileAttemptId === event.attemptId;
+  return context.sandbox.unresolved[event.attemptId]?.fencingGeneration === event.fencingGeneration;
+}
+
+/** A result for an attempt of this kind opened under the current fences. */
+export function currentAttempt(args: Args, params: { kind: AttemptKind }): boolean {
+  return (
+    knownAttempt(args, params.kind) &&
+    args.event.fencingGeneration === args.context.sandbox.lease?.currentFencingGeneration
+  );
 }
 
 /** A result for an unresolved attempt opened before the lease was abandoned. */
-export function staleAttempt({ context, event }: Args, params: { kind: AttemptKind }): boolean {
-  const lease = context.sandbox.lease;
-  if (lease === null || !isResult(event) || event.kind !== params.kind) return false;
+export function staleAttempt(args: Args, params: { kind: AttemptKind }): boolean {
   return (
-    event.attemptId in context.sandbox.unresolved &&
-    event.fencingGeneration !== lease.currentFencingGeneration
+    knownAttempt(args, params.kind) &&
+    args.event.fencingGeneration !== args.context.sandbox.lease?.currentFencingGeneration
   );
 }
 

@@ -117,6 +117,8 @@ export function beginRelease({ context, event }: Args): SandboxContext {
       currentFencingGeneration: lease.currentFencingGeneration + 1,
       release: { reason: 'abandon', idempotencyKey: event.idempotencyKey },
       recovering: null,
+      // A listOwned opened under the old fence answers for a lease state that no longer exists.
+      reconcileAttemptId: null,
     });
   }
   const reason = event.type === 'sandbox.observed' ? 'retired' : 'lifecycle';

@@ -62,6 +62,9 @@ const current = (kind: 'provision' | 'release' | 'listOwned') => ({
   params: { kind },
 });
 const stale = (kind: 'provision' | 'release') => ({ type: 'staleAttempt' as const, params: { kind } });
+const recoveringRelease = { type: 'setRecovering' as const, params: { what: 'release' as const } };
+/** A result of an attempt opened before the last abandon (it settles; it never drives the lease). */
+const staleAny = or([stale('provision'), stale('release')]);
 const recoveringProvision = { type: 'recovering' as const, params: { what: 'provision' as const } };
 const terminalSandbox = or([
   stateIn({ sandbox: 'NoLease' }),
@@ -220,7 +223,7 @@ export const environmentMachine = setup({
           entry: [...open('release'), record('Releasing')],
           on: {
             'provider.succeeded': [
-              // An older provision is still out: the resource may yet appear, so wait for it.
+              // An older attempt is still out: the resource may yet appear, so wait for it.
               {
                 guard: and([current('release'), 'othersUnresolved']),
                 actions: ['settleAttempt', 'confirmRelease'],
@@ -233,49 +236,51 @@ export const environmentMachine = setup({
                 reenter: true,
                 actions: ['settleAttempt', 'adoptResource', 'clearReleaseConfirmation'],
               },
+              {
+                guard: and([stale('release'), 'releaseConfirmed', not('othersUnresolved')]),
+                target: 'Released',
+                actions: 'settleAttempt',
+              },
+              { guard: stale('release'), actions: 'settleAttempt' },
             ],
             'provider.failed': [
               {
                 guard: current('release'),
                 target: 'ReconciliationRequired',
-                actions: [
-                  'settleAttempt',
-                  'recordFailure',
-                  { type: 'setRecovering', params: { what: 'release' } },
-                ],
+                actions: ['settleAttempt', 'recordFailure', recoveringRelease],
               },
               {
-                guard: and([stale('provision'), 'releaseConfirmed', not('othersUnresolved')]),
+                guard: and([staleAny, 'releaseConfirmed', not('othersUnresolved')]),
                 target: 'Released',
                 actions: 'settleAttempt',
               },
-              { guard: stale('provision'), actions: 'settleAttempt' },
+              { guard: staleAny, actions: 'settleAttempt' },
             ],
             'provider.superseded': [
               {
-                guard: and([stale('provision'), 'releaseConfirmed', not('othersUnresolved')]),
+                guard: current('release'),
+                target: 'ReconciliationRequired',
+                actions: ['settleAttempt', recoveringRelease],
+              },
+              {
+                guard: and([staleAny, 'releaseConfirmed', not('othersUnresolved')]),
                 target: 'Released',
                 actions: 'settleAttempt',
               },
-              { guard: or([stale('provision'), stale('release')]), actions: 'settleAttempt' },
-              {
-                guard: current('release'),
-                target: 'ReconciliationRequired',
-                actions: ['settleAttempt', { type: 'setRecovering', params: { what: 'release' } }],
-              },
+              { guard: staleAny, actions: 'settleAttempt' },
             ],
-            'provider.unknown': [
-              {
-                guard: current('release'),
-                target: 'ReconciliationRequired',
-                actions: ['markUnknown', { type: 'setRecovering', params: { what: 'release' } }],
-              },
-              {
-                guard: stale('provision'),
-                target: 'ReconciliationRequired',
-                actions: ['markUnknown', { type: 'setRecovering', params: { what: 'release' } }],
-              },
-            ],
+            'provider.unknown': {
+              guard: or([current('release'), stale('provision'), stale('release')]),
+              target: 'ReconciliationRequired',
+              actions: ['markUnknown', recoveringRelease],
+            },
+            // A second abandon re-fences and releases again: the way out of any doubt here.
+            'sandbox.abandon': {
+              guard: 'leaseMatches',
+              target: 'Releasing',
+              reenter: true,
+              actions: 'beginRelease',
+            },
           },
         },
         ReconciliationRequired: {

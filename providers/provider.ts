@@ -18,7 +18,7 @@ export interface OwnerBinding {
   projectId: string;
   runId: string;
   environmentId: string;
-  /** Lower-case hex SHA-256 of the canonical owner tuple; fits in a Kubernetes label value. */
+  /** First 40 lower-case hex digits of the SHA-256 of the canonical owner tuple (a label value holds 63). */
   ownerHash: string;
   lifecycleGeneration: number;
   resourceGeneration: number;

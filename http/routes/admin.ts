@@ -7,6 +7,7 @@ import { identifierSchema } from '../../machines/environment-events.ts';
 import type { ProviderIdentity } from '../../providers/provider.ts';
 import type { Database } from '../../store/db.ts';
 import { putGrant } from '../../store/grants.ts';
+import { putNetworkPolicy } from '../../store/network-policies.ts';
 import { putRunSelection } from '../../store/run-selections.ts';
 import type { AppEnv } from '../context.ts';
 import { Problem, conflict } from '../problems.ts';
@@ -117,6 +118,41 @@ const putSelectionRoute = createRoute({
   },
 });
 
+const networkPolicyBody = z
+  .strictObject({ policy: z.record(z.string(), z.unknown()) })
+  .openapi('NetworkPolicyRequest', {
+    description: 'The policy document (Cilium rules); immutable per generation',
+  });
+
+const putNetworkPolicyRoute = createRoute({
+  method: 'put',
+  path: '/admin/tenants/{tenantId}/projects/{projectId}/network-policies/{generation}',
+  summary: "Register a project's network policy generation (embedded mode)",
+  security,
+  request: {
+    params: tenantProjectParams.extend({
+      generation: z.coerce
+        .number()
+        .int()
+        .positive()
+        .openapi({ param: { name: 'generation', in: 'path' }, example: 1 }),
+    }),
+    body: { required: true, content: { 'application/json': { schema: networkPolicyBody } } },
+  },
+  responses: {
+    201: json(
+      z.object({ tenantId: z.string(), projectId: z.string(), generation: z.number().int() }),
+      'Registered',
+    ),
+    200: json(
+      z.object({ tenantId: z.string(), projectId: z.string(), generation: z.number().int() }),
+      'Already registered, identical',
+    ),
+    ...commonProblems,
+    409: problem('A different policy is already registered under this generation'),
+  },
+});
+
 const requireOperator = createMiddleware<AppEnv>(async (c, next) => {
   if (!c.var.principal.operator) {
     throw new Problem(
@@ -162,6 +198,19 @@ export function adminRoutes(db: Database, provider: ProviderIdentity): OpenAPIHo
     }
     c.header('cache-control', 'no-store');
     return result === 'created' ? c.json(selection, 201) : c.json(selection, 200);
+  });
+
+  app.openapi(putNetworkPolicyRoute, async (c) => {
+    const params = c.req.valid('param');
+    const result = await putNetworkPolicy(db, { ...params, policy: c.req.valid('json').policy });
+    if (result === 'conflict') {
+      throw conflict(
+        'network-policy-immutable',
+        'Network policy generation is immutable',
+        'a different policy is registered under this generation',
+      );
+    }
+    return result === 'created' ? c.json(params, 201) : c.json(params, 200);
   });
 
   return app;

@@ -41,7 +41,7 @@ export function newOwner(overrides: Partial<OwnerBinding> = {}): OwnerBinding {
   };
   return {
     ...tuple,
-    ownerHash: sha256Hex(canonicalJson(tuple)),
+    ownerHash: sha256Hex(canonicalJson(tuple)).slice(0, 40),
     lifecycleGeneration: 1,
     resourceGeneration: 1,
     providerFence: 1,

@@ -28,7 +28,7 @@ export function assertOwnedBy(stored: OwnerBinding, expected: OwnerBinding, reso
   }
 }
 
-const HASH = /^[0-9a-f]{64}$/;
+const HASH = /^[0-9a-f]{40}$/;
 
 /** A malformed binding is refused before anything is applied: the one definitive failure. */
 export function validateOwner(owner: OwnerBinding): void {
@@ -38,7 +38,7 @@ export function validateOwner(owner: OwnerBinding): void {
       problems.push(`${key} must be a non-empty string`);
   }
   if (typeof owner.ownerHash !== 'string' || !HASH.test(owner.ownerHash)) {
-    problems.push('ownerHash must be 64 lower-case hex digits');
+    problems.push('ownerHash must be 40 lower-case hex digits');
   }
   for (const key of ['lifecycleGeneration', 'resourceGeneration', 'providerFence'] as const) {
     if (!Number.isSafeInteger(owner[key]) || owner[key] < 1) problems.push(`${key} must be an integer ≥ 1`);

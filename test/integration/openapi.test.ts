@@ -36,6 +36,23 @@ const operations = [
     ['201', '200', '409'],
     true,
   ],
+  [
+    'put',
+    '/admin/tenants/{tenantId}/projects/{projectId}/network-policies/{generation}',
+    ['201', '200', '409'],
+    true,
+  ],
+  ['post', `${environments}/{environmentId}/workspace-volumes`, ['201', '200', '404', '409'], true],
+  ['post', `${environments}/{environmentId}/sandbox/provision`, ['202', '404', '409', '422'], true],
+  ['get', `${environments}/{environmentId}/sandbox`, ['200', '404'], false],
+  [
+    'get',
+    `${environments}/{environmentId}/sandbox/v1/operations/{operationId}/provider-attempts`,
+    ['200', '404'],
+    false,
+  ],
+  ['post', `${environments}/{environmentId}/sandbox/abandon`, ['202', '404', '409'], true],
+  ['post', `${environments}/{environmentId}/sandbox/reconcile`, ['202', '200', '404', '409'], true],
 ] as const;
 
 const problemRef = { $ref: '#/components/schemas/Problem' };
@@ -55,7 +72,7 @@ describe('OpenAPI, docs and probes', () => {
   });
   afterAll(() => handle.close());
 
-  it('is an OpenAPI 3.1 document with exactly the lifecycle and admin routes', () => {
+  it('is an OpenAPI 3.1 document with exactly the lifecycle, sandbox and admin routes', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info).toMatchObject({ title: 'Sandlot', version: expect.any(String) as unknown });
     const listed = Object.entries(doc.paths).flatMap(([path, item]) =>

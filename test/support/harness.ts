@@ -2,14 +2,17 @@
 // tokens, so HTTP tests go through exactly the code `sandlot serve` runs.
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
-import { environmentDefinition } from '../../actors/environment-definition.ts';
-import { LifecycleService } from '../../actors/lifecycle.ts';
-import { ActorRuntime } from '../../actors/runtime.ts';
+import type { ActorRuntime } from '../../actors/runtime.ts';
+import { createServices, type Services } from '../../actors/services.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import { mintDevToken } from '../../http/auth/mint.ts';
 import { createTokenVerifier } from '../../http/auth/verify.ts';
 import { createApp } from '../../http/app.ts';
-import { simulatedIdentity } from '../../providers/simulated/identity.ts';
+import {
+  SimulatedProvider,
+  type SimulatedProviderOptions,
+} from '../../providers/simulated/simulated-provider.ts';
+import { startWorkers, type WorkerHost, type WorkerSettings } from '../../workers/host.ts';
 import type { Database } from '../../store/db.ts';
 import { GrantsAuthority } from '../../store/grants.ts';
 import { migrate } from '../../store/migrate.ts';
@@ -21,6 +24,10 @@ export const audience = 'sandlot';
 export interface Harness {
   db: Database;
   runtime: ActorRuntime<EnvironmentEvent>;
+  services: Services;
+  provider: SimulatedProvider;
+  workers: WorkerHost | null;
+  close(): Promise<void>;
   request(method: string, path: string, options?: { token?: string; body?: unknown }): Promise<Response>;
   token(
     tenant: string,
@@ -29,30 +36,54 @@ export interface Harness {
   ): Promise<string>;
 }
 
-export async function buildHarness(
-  db: Database,
-  options: { key?: Uint8Array; migrated?: boolean } = {},
-): Promise<Harness> {
+export interface HarnessOptions {
+  key?: Uint8Array;
+  migrated?: boolean;
+  provider?: Omit<SimulatedProviderOptions, 'db' | 'optionsRevision'>;
+  /** Start workers (in-process queue unless `redisUrl` is given). */
+  workers?: WorkerSettings | false;
+}
+
+export async function buildHarness(db: Database, options: HarnessOptions = {}): Promise<Harness> {
   if (options.migrated !== true) await migrate(db);
   const key = options.key ?? new Uint8Array(randomBytes(32));
-  const runtime = new ActorRuntime<EnvironmentEvent>({ db, definition: environmentDefinition });
-  const lifecycle = new LifecycleService({
-    db,
-    runtime,
-    authority: new GrantsAuthority(db),
-    selections: new TableRunSelections(db),
-  });
+  const provider = new SimulatedProvider({ db, optionsRevision: '1', ...options.provider });
+  const authority = new GrantsAuthority(db);
+  const services = createServices({ db, provider, authority, selections: new TableRunSelections(db) });
+  const logger = pino({ level: 'silent' });
+  const workers =
+    options.workers === undefined || options.workers === false
+      ? null
+      : await startWorkers(
+          { db, services, provider, logger },
+          {
+            reconcileEveryMs: 200,
+            republishAfterMs: 500,
+            relayPollMs: 100,
+            callTimeoutMs: 2_000,
+            ...options.workers,
+          },
+        );
   const app = createApp({
     db,
-    lifecycle,
+    lifecycle: services.lifecycle,
+    sandbox: services.sandbox,
+    authority,
     verifier: createTokenVerifier({ kind: 'hs256', key, issuer, audience }),
-    logger: pino({ level: 'silent' }),
-    provider: simulatedIdentity('1'),
+    logger,
+    provider: provider.identity,
     embedded: true,
   });
   return {
     db,
-    runtime,
+    runtime: services.runtime,
+    services,
+    provider,
+    workers,
+    async close() {
+      await workers?.close();
+      await provider.close();
+    },
     async request(method, path, { token, body } = {}) {
       const headers: Record<string, string> = {};
       if (token !== undefined) headers['authorization'] = `Bearer ${token}`;

@@ -33,6 +33,8 @@ describe('loadConfig', () => {
       logLevel: 'info',
       auth: { issuer: 'sandlot-embedded', audience: 'sandlot', algorithms: ['RS256', 'ES256'] },
       provider: { id: 'simulated', optionsRevision: '1' },
+      simulated: { seed: 1 },
+      workers: { callTimeoutMs: 30_000, reconcileEveryMs: 5_000, prefix: 'sandlot' },
     });
   });
 
@@ -65,6 +67,8 @@ describe('loadConfig', () => {
       projectsUrl: PRODUCTION.SANDLOT_PROJECTS_URL,
       runSelectionUrl: PRODUCTION.SANDLOT_RUN_SELECTION_URL,
       provider: { id: 'simulated', optionsRevision: '1' },
+      simulated: { seed: 1 },
+      workers: { callTimeoutMs: 30_000, reconcileEveryMs: 5_000, prefix: 'sandlot' },
     });
   });
 

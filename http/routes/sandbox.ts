@@ -1,0 +1,187 @@
+// Sandbox lease routes and the Workspace volume route. Handlers translate HTTP to the sandbox
+// service; provider options and request bodies of attempts never appear in an answer.
+import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
+import type { Database } from '../../store/db.ts';
+import type { ProjectsAuthority } from '../../actors/ports.ts';
+import type { SandboxService } from '../../actors/sandbox.ts';
+import { createWorkspaceVolume } from '../../actors/workspaces.ts';
+import type { AttemptRow } from '../../store/attempts.ts';
+import type { AppEnv } from '../context.ts';
+import { commonProblems, environmentParams, json, problem } from '../schemas.ts';
+import {
+  abandonBody,
+  attemptSchema,
+  inspectSchema,
+  leaseSchema,
+  networkPolicyQuery,
+  provisionBody,
+  reconcileBody,
+  volumeBody,
+  volumeSchema,
+} from '../sandbox-schemas.ts';
+
+const env = '/api/projects/{projectId}/runs/{runId}/environments/{environmentId}';
+const security = [{ bearer: [] }];
+const body = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { 'application/json': { schema } },
+});
+const problems = {
+  ...commonProblems,
+  404: problem('No such Environment, lease or operation for this caller'),
+  409: problem('Fence, state, Workspace, network policy or provider selection conflict; nothing changed'),
+};
+
+const routes = {
+  volume: createRoute({
+    method: 'post',
+    path: `${env}/workspace-volumes`,
+    summary: 'Create (idempotently) a Workspace volume bound to the Environment',
+    security,
+    request: { params: environmentParams, body: body(volumeBody) },
+    responses: {
+      201: json(volumeSchema, 'Created'),
+      200: json(volumeSchema, 'Already created under this key'),
+      ...problems,
+    },
+  }),
+  provision: createRoute({
+    method: 'post',
+    path: `${env}/sandbox/provision`,
+    summary: 'Reserve a lease and provision the selected provider',
+    security,
+    request: { params: environmentParams, body: body(provisionBody) },
+    responses: {
+      202: json(leaseSchema, 'The lease, provisioning (or the same lease on replay)'),
+      ...problems,
+      422: problem('The run selection has no or several exclusive candidates'),
+    },
+  }),
+  inspect: createRoute({
+    method: 'get',
+    path: `${env}/sandbox`,
+    summary:
+      'Inspect the current lease; readyForDispatch needs exact observation and fresh network verification',
+    security,
+    request: { params: environmentParams, query: networkPolicyQuery },
+    responses: { 200: json(inspectSchema, 'The lease and its readiness'), ...problems },
+  }),
+  attempts: createRoute({
+    method: 'get',
+    path: `${env}/sandbox/v1/operations/{operationId}/provider-attempts`,
+    summary: "The operation's durable provider attempts, unresolved ones included",
+    security,
+    request: {
+      params: environmentParams.extend({
+        operationId: z.string().openapi({ param: { name: 'operationId', in: 'path' } }),
+      }),
+    },
+    responses: {
+      200: json(
+        z.object({ operationId: z.string(), attempts: z.array(attemptSchema) }),
+        'Attempts, oldest first',
+      ),
+      ...problems,
+    },
+  }),
+  abandon: createRoute({
+    method: 'post',
+    path: `${env}/sandbox/abandon`,
+    summary: 'Abandon the current resource generation: fence first, then release',
+    security,
+    request: { params: environmentParams, body: body(abandonBody) },
+    responses: { 202: json(leaseSchema, 'Releasing under a new fencing generation'), ...problems },
+  }),
+  reconcile: createRoute({
+    method: 'post',
+    path: `${env}/sandbox/reconcile`,
+    summary: 'Recover an interrupted operation through an exact listOwned',
+    security,
+    request: { params: environmentParams, body: body(reconcileBody) },
+    responses: {
+      202: json(leaseSchema, 'Reconciliation started'),
+      200: json(leaseSchema, 'Nothing to reconcile: the lease as it stands'),
+      ...problems,
+    },
+  }),
+};
+
+const iso = (d: Date | null) => (d === null ? null : new Date(d).toISOString());
+
+const attemptView = (a: AttemptRow) => ({
+  attemptId: a.attemptId,
+  kind: a.kind,
+  state: a.state,
+  lifecycleGeneration: a.lifecycleGeneration,
+  resourceGeneration: a.resourceGeneration,
+  providerFence: a.providerFence,
+  fencingGeneration: a.fencingGeneration,
+  requestFingerprint: a.requestFingerprint,
+  createdAt: new Date(a.createdAt).toISOString(),
+  dispatchedAt: iso(a.dispatchedAt),
+  deadlineAt: iso(a.deadlineAt),
+  resolvedAt: iso(a.resolvedAt),
+  dispatchCount: a.dispatchCount,
+  resolution: a.resolution,
+  error: a.error,
+  receipt: a.receipt,
+});
+
+export function sandboxRoutes(
+  service: SandboxService,
+  db: Database,
+  authority: ProjectsAuthority,
+): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  app.use('*', async (c, next) => {
+    await next();
+    c.header('cache-control', 'no-store');
+  });
+
+  app.openapi(routes.volume, async (c) => {
+    const { created, volume } = await createWorkspaceVolume(
+      { db, authority },
+      c.var.principal,
+      c.req.valid('param'),
+      c.req.valid('json').idempotencyKey,
+    );
+    return created ? c.json(volume, 201) : c.json(volume, 200);
+  });
+
+  app.openapi(routes.provision, async (c) =>
+    c.json(await service.provision(c.var.principal, c.req.valid('param'), c.req.valid('json')), 202),
+  );
+
+  app.openapi(routes.inspect, async (c) =>
+    c.json(
+      await service.inspect(
+        c.var.principal,
+        c.req.valid('param'),
+        c.req.valid('query').networkPolicyGeneration,
+      ),
+      200,
+    ),
+  );
+
+  app.openapi(routes.attempts, async (c) => {
+    const { operationId, ...address } = c.req.valid('param');
+    const attempts = await service.attempts(c.var.principal, address, operationId);
+    return c.json({ operationId, attempts: attempts.map(attemptView) }, 200);
+  });
+
+  app.openapi(routes.abandon, async (c) =>
+    c.json(await service.abandon(c.var.principal, c.req.valid('param'), c.req.valid('json')), 202),
+  );
+
+  app.openapi(routes.reconcile, async (c) => {
+    const { operationId, resourceGeneration, providerFence } = c.req.valid('json');
+    const { started, lease } = await service.reconcile(c.var.principal, c.req.valid('param'), {
+      operationId,
+      resourceGeneration,
+      providerFence,
+    });
+    return started ? c.json(lease, 202) : c.json(lease, 200);
+  });
+
+  return app;
+}

@@ -1,0 +1,119 @@
+// Concrete, schema-valid Environment events for machine tests. Provider results echo the attempt
+// id, kind and fences of the effect they answer, exactly as a worker copies them from the outbox row.
+import type { SnapshotFrom } from 'xstate';
+import type { environmentMachine } from '../../machines/environment.ts';
+import type {
+  EnvironmentEvent,
+  ProviderResultEvent,
+  ResourceSummary,
+} from '../../machines/environment-events.ts';
+import type { ProviderEffect } from '../../machines/sandbox-context.ts';
+
+export type EnvironmentSnapshot = SnapshotFrom<typeof environmentMachine>;
+export type Outcome = 'succeeded' | 'failed' | 'unknown' | 'superseded';
+export const outcomes: readonly Outcome[] = ['succeeded', 'failed', 'unknown', 'superseded'];
+
+export const environmentInput = {
+  environmentId: 'env_1',
+  tenantId: 'tenant-a',
+  projectId: 'project-a',
+  runId: 'run-1',
+};
+
+export interface LeaseFences {
+  resourceGeneration: number;
+  providerFence: number;
+}
+
+/** The attempt a result answers: an effect's identity and fences, possibly tampered with. */
+export type AttemptRef = Pick<ProviderEffect, 'attemptId' | 'kind' | 'operationId'> & {
+  fences: LeaseFences & { fencingGeneration: number };
+};
+
+export const provision = (operationId: string): EnvironmentEvent => ({
+  type: 'sandbox.provision',
+  operationId,
+  idempotencyKey: `provision-${operationId}`,
+  ownerHash: 'owner-hash-1',
+  workspace: {
+    volumeId: 'vol-1',
+    resourceGeneration: 1,
+    dataGeneration: 1,
+    mountPath: '/workspace',
+    readOnly: false,
+  },
+  networkPolicyGeneration: 1,
+  providerIdentity: { provider: 'simulated' },
+  providerOptions: {},
+  runSelection: {},
+});
+
+export const release = (expectedLifecycleGeneration = 1): EnvironmentEvent => ({
+  type: 'environment.release',
+  expectedLifecycleGeneration,
+  idempotencyKey: `release-${expectedLifecycleGeneration}`,
+});
+
+export const abandon = (fences: LeaseFences): EnvironmentEvent => ({
+  type: 'sandbox.abandon',
+  ...fences,
+  idempotencyKey: `abandon-${fences.resourceGeneration}-${fences.providerFence}`,
+});
+
+export const reconcile = (operationId: string, fences: LeaseFences): EnvironmentEvent => ({
+  type: 'sandbox.reconcile',
+  operationId,
+  ...fences,
+});
+
+export const observed = (fences: LeaseFences, finished: 'PodSucceeded' | null): EnvironmentEvent => ({
+  type: 'sandbox.observed',
+  ...fences,
+  phase: 'started',
+  finished,
+});
+
+export const ownResource = (operationId: string): ResourceSummary => ({
+  resourceId: `pod-${operationId}`,
+  operationId,
+  phase: 'scheduled',
+  placement: { node: 'node-a' },
+});
+
+/**
+ * A provider result for `attempt`. A listOwned success lists `resources`: by default the lease's own
+ * operation is among them; pass `[]` (or another operation's resource) for "not found".
+ */
+export function result(
+  attempt: AttemptRef,
+  outcome: Outcome,
+  resources: ResourceSummary[] | null = null,
+): ProviderResultEvent {
+  const base = {
+    attemptId: attempt.attemptId,
+    kind: attempt.kind,
+    resourceGeneration: attempt.fences.resourceGeneration,
+    providerFence: attempt.fences.providerFence,
+    fencingGeneration: attempt.fences.fencingGeneration,
+  };
+  const error = {
+    code: outcome === 'failed' ? 'Rejected' : 'Timeout',
+    message: `${attempt.kind} ${outcome}`,
+  };
+  switch (outcome) {
+    case 'succeeded':
+      return {
+        type: 'provider.succeeded',
+        ...base,
+        resource: attempt.kind === 'provision' ? ownResource(attempt.operationId) : null,
+        receipt: attempt.kind === 'release' ? { deleted: true } : null,
+        resources: attempt.kind === 'listOwned' ? (resources ?? [ownResource(attempt.operationId)]) : null,
+      };
+    case 'failed':
+      return { type: 'provider.failed', ...base, error };
+    case 'unknown':
+      return { type: 'provider.unknown', ...base, error };
+    case 'superseded':
+      return { type: 'provider.superseded', ...base };
+  }
+}

@@ -1,0 +1,184 @@
+// The model the Environment's model-based test explores: the machine snapshot plus what the runtime
+// holds outside it (every effect declared so far, by attempt id), so that a provider result echoes
+// the fences of the outbox row it answers, as a worker's would.
+import { fromTransition, initialTransition, type ExecutableActionsFrom } from 'xstate';
+import { environmentMachine, type EnvironmentMachine } from '../../machines/environment.ts';
+import type { EnvironmentEvent } from '../../machines/environment-events.ts';
+import type { LeaseRecord, ProviderEffect, SandboxState } from '../../machines/sandbox-context.ts';
+import {
+  abandon,
+  environmentInput,
+  observed,
+  outcomes,
+  ownResource,
+  provision,
+  reconcile,
+  release,
+  result,
+  type AttemptRef,
+  type EnvironmentSnapshot,
+  type LeaseFences,
+} from './environment-events.ts';
+import { takeStep } from './machine-transitions.ts';
+
+export interface ModelState {
+  snapshot: EnvironmentSnapshot;
+  /** Every `effect.provider` declared on the way here, by attempt id. */
+  issued: Readonly<Record<string, ProviderEffect>>;
+  /** Lease rows as the `record.lease` actions on the way here left them, by resource generation. */
+  leaseRows: Readonly<Record<number, SandboxState>>;
+  depth: number;
+  /** The step that produced this state (null for the initial one). */
+  last: {
+    event: EnvironmentEvent;
+    actions: ExecutableActionsFrom<EnvironmentMachine>[];
+    taken: string[];
+  } | null;
+}
+
+type Action = { type: string; params: unknown };
+export const isEffect = <A extends Action>(action: A): action is A & { params: ProviderEffect } =>
+  action.type === 'effect.provider';
+export const isLeaseRecord = <A extends Action>(action: A): action is A & { params: LeaseRecord } =>
+  action.type === 'record.lease';
+
+export function initialModel(): ModelState {
+  const [snapshot] = initialTransition(environmentMachine, environmentInput);
+  return { snapshot, issued: {}, leaseRows: {}, depth: 0, last: null };
+}
+
+export function step(state: ModelState, event: EnvironmentEvent): ModelState {
+  const { snapshot, actions, taken } = takeStep(environmentMachine, state.snapshot, event);
+  const issued = { ...state.issued };
+  const leaseRows = { ...state.leaseRows };
+  for (const action of actions) {
+    if (isEffect(action)) issued[action.params.attemptId] = action.params;
+    if (isLeaseRecord(action)) leaseRows[action.params.resourceGeneration] = action.params.state;
+  }
+  return { snapshot, issued, leaseRows, depth: state.depth + 1, last: { event, actions, taken } };
+}
+
+/** The model as `xstate/graph` traverses it: any ActorLogic will do. */
+export const modelLogic = fromTransition(step, initialModel);
+
+/** Fences of the lease before this one, or (for the first lease) a provider fence never issued. */
+const staleFences = (f: LeaseFences): LeaseFences =>
+  f.resourceGeneration > 1
+    ? { resourceGeneration: f.resourceGeneration - 1, providerFence: f.providerFence - 1 }
+    : { ...f, providerFence: f.providerFence + 1 };
+
+/** Results a worker can deliver for an attempt: every outcome, and for listOwned, found or not. */
+function genuineResults(effect: ProviderEffect): EnvironmentEvent[] {
+  const events = outcomes.map((outcome) => result(effect, outcome));
+  if (effect.kind === 'listOwned') {
+    events.push(result(effect, 'succeeded', []), result(effect, 'succeeded', [ownResource('op-other')]));
+  }
+  return events;
+}
+
+/** The same results with tampered fences: another fencing generation, a provider fence never issued. */
+function tamperedResults(effect: ProviderEffect): EnvironmentEvent[] {
+  const { fencingGeneration: fg, providerFence } = effect.fences;
+  const otherFencing: AttemptRef = {
+    ...effect,
+    fences: { ...effect.fences, fencingGeneration: fg > 1 ? fg - 1 : fg + 1 },
+  };
+  const otherFence: AttemptRef = {
+    ...effect,
+    fences: { ...effect.fences, providerFence: providerFence + 1 },
+  };
+  return [otherFencing, otherFence].flatMap((ref) => outcomes.map((outcome) => result(ref, outcome)));
+}
+
+/**
+ * Attempts a result may still arrive for: the unresolved ones, the reconcile in flight, and the
+ * latest one even once settled (a worker may deliver a result twice).
+ */
+export function openAttempts(state: ModelState): ProviderEffect[] {
+  const { lease, unresolved, openedAttemptId } = state.snapshot.context.sandbox;
+  const ids = new Set([...Object.keys(unresolved), lease?.reconcileAttemptId, openedAttemptId]);
+  return [...ids].flatMap((id) => {
+    if (id == null) return [];
+    const effect = state.issued[id];
+    if (effect === undefined) throw new Error(`attempt ${id} is open but no effect declared it`);
+    return [effect];
+  });
+}
+
+export interface ModelBounds {
+  /** Leases the model may reserve (each `sandbox.provision` reserves the next). */
+  leases: number;
+  /** Also propose results whose fences were tampered with, for attempts under the current fences. */
+  tampered: boolean;
+}
+
+export function proposeEvents(state: ModelState, bounds: ModelBounds): EnvironmentEvent[] {
+  const { context } = state.snapshot;
+  const { lease, counters } = context.sandbox;
+  const events = [release(context.lifecycleGeneration), release(context.lifecycleGeneration + 1)];
+  if (counters.resourceGeneration < bounds.leases) {
+    events.push(provision(`op-${counters.resourceGeneration + 1}`));
+  }
+  if (lease === null) return events;
+  const fences = { resourceGeneration: lease.resourceGeneration, providerFence: lease.providerFence };
+  const stale = staleFences(fences);
+  events.push(
+    abandon(fences),
+    abandon(stale),
+    reconcile(lease.operationId, fences),
+    reconcile(lease.operationId, stale),
+    observed(fences, null),
+    observed(fences, 'PodSucceeded'),
+    observed(stale, 'PodSucceeded'),
+  );
+  for (const effect of openAttempts(state)) {
+    events.push(...genuineResults(effect));
+    // Only attempts opened under the current fences: a stale attempt's result is matched by its
+    // attempt id and a fencing generation other than the current one (the staleAttempt guard).
+    const current = effect.fences.fencingGeneration === lease.currentFencingGeneration;
+    if (bounds.tampered && current) events.push(...tamperedResults(effect));
+  }
+  return events;
+}
+
+const seqOf = (attemptId: string) => Number(attemptId.slice(attemptId.lastIndexOf('.') + 1));
+
+/**
+ * Keyed on the state value and the context fields guards read. Attempt ids and fencing numbers are
+ * abstracted to what guards compare (open or settled, current or stale, this lease or an older one),
+ * so paths that differ only in numbering meet in one state.
+ */
+export function serializeModel(state: ModelState): string {
+  const { value, context } = state.snapshot;
+  const { lease, unresolved, counters, openedAttemptId } = context.sandbox;
+  const fencing = (fg: number | undefined) => (fg === lease?.currentFencingGeneration ? 'current' : 'stale');
+  const attempts = Object.entries(unresolved)
+    .sort(([a], [b]) => seqOf(a) - seqOf(b))
+    .map(([id, a]) =>
+      [
+        a.kind,
+        a.state,
+        fencing(a.fencingGeneration),
+        a.resourceGeneration === lease?.resourceGeneration ? 'this lease' : 'older lease',
+        id === openedAttemptId ? 'latest' : '',
+      ].join(' '),
+    );
+  const reconcileId = lease?.reconcileAttemptId;
+  return JSON.stringify({
+    value,
+    leases: counters.resourceGeneration,
+    released: context.release !== null,
+    lease: lease && {
+      recovering: lease.recovering,
+      releaseConfirmed: lease.releaseConfirmed,
+      reconcile: reconcileId == null ? null : fencing(state.issued[reconcileId]?.fences.fencingGeneration),
+      resource: lease.resource !== null,
+      finished: lease.finished,
+      release: lease.release?.reason ?? null,
+      failed: lease.failure !== null,
+    },
+    attempts,
+    latestSettled:
+      openedAttemptId !== null && !(openedAttemptId in unresolved) && openedAttemptId !== reconcileId,
+  });
+}

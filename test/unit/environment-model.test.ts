@@ -1,0 +1,206 @@
+// Model-based test of the Environment machine: explore every event sequence (to a bounded depth)
+// with concrete payloads, check the invariants users rely on at every explored step, and prove the
+// exploration took every transition of the definition.
+import { isDeepStrictEqual } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { getAdjacencyMap } from 'xstate/graph';
+import { environmentMachine } from '../../machines/environment.ts';
+import { environmentEventSchema, type EnvironmentEvent } from '../../machines/environment-events.ts';
+import type { SandboxState } from '../../machines/sandbox-context.ts';
+import {
+  isEffect,
+  modelLogic,
+  proposeEvents,
+  serializeModel,
+  type ModelBounds,
+  type ModelState,
+} from '../support/environment-model.ts';
+import { definedTransitions } from '../support/machine-transitions.ts';
+import { describeEvent, edgesOf, shortestPaths, type Edge } from '../support/model-paths.ts';
+
+const terminalSandbox = new Set<SandboxState>(['NoLease', 'Released', 'Failed']);
+const currentLeaseStates = new Set<SandboxState>([
+  'Provisioning',
+  'Active',
+  'Releasing',
+  'ReconciliationRequired',
+]);
+
+function explore(bounds: ModelBounds, depth: number) {
+  const adjacency = getAdjacencyMap(modelLogic, {
+    events: (snapshot) => proposeEvents(snapshot.context, bounds),
+    serializeState: (snapshot) => serializeModel(snapshot.context),
+    stopWhen: (snapshot) => snapshot.context.depth >= depth,
+  });
+  return { edges: edgesOf(adjacency), paths: shortestPaths(adjacency, serializeModel) };
+}
+
+const sandboxOf = (state: ModelState) => state.snapshot.value.sandbox;
+
+/** Why the event's fences do not name the current lease (or the attempt as it was opened), if so. */
+function staleFence({ snapshot, issued }: ModelState, event: EnvironmentEvent): string | null {
+  const { lifecycleGeneration, sandbox } = snapshot.context;
+  if (event.type === 'environment.release') {
+    return event.expectedLifecycleGeneration === lifecycleGeneration ? null : 'another lifecycle generation';
+  }
+  if (event.type === 'sandbox.provision') return null;
+  const lease = sandbox.lease;
+  if (lease === null) return 'no lease';
+  if (event.resourceGeneration !== lease.resourceGeneration || event.providerFence !== lease.providerFence) {
+    return 'another lease';
+  }
+  const opened = 'attemptId' in event ? issued[event.attemptId] : undefined;
+  if (opened !== undefined && 'fencingGeneration' in event) {
+    if (event.fencingGeneration !== opened.fences.fencingGeneration) return 'another fencing generation';
+  }
+  return null;
+}
+
+/** Each returns what is wrong with the step, or null. */
+const invariants: [string, (edge: Edge) => string | null][] = [
+  [
+    '(a) at most one lease is current, and it is the one the sandbox region holds',
+    ({ to }) => {
+      const lease = to.snapshot.context.sandbox.lease;
+      const current = Object.entries(to.leaseRows).filter(([, state]) => currentLeaseStates.has(state));
+      if (current.length > 1) return `lease rows ${JSON.stringify(to.leaseRows)} are all current`;
+      if (lease === null) return current.length === 0 ? null : 'a lease row is current without a lease';
+      const row = to.leaseRows[lease.resourceGeneration];
+      return row === sandboxOf(to) ? null : `lease row is ${row} while the sandbox is ${sandboxOf(to)}`;
+    },
+  ],
+  [
+    '(b) every provider effect is an attempt opened under the current fences',
+    ({ from, to }) => {
+      const { lease, unresolved } = to.snapshot.context.sandbox;
+      for (const { params: effect } of (to.last?.actions ?? []).filter(isEffect)) {
+        if (lease === null) return `effect ${effect.attemptId} without a lease`;
+        const fences = {
+          lifecycleGeneration: lease.lifecycleGeneration,
+          resourceGeneration: lease.resourceGeneration,
+          providerFence: lease.providerFence,
+          fencingGeneration: lease.currentFencingGeneration,
+        };
+        if (!isDeepStrictEqual(effect.fences, fences) || effect.operationId !== lease.operationId) {
+          return `effect ${JSON.stringify(effect.fences)} is not under the lease's ${JSON.stringify(fences)}`;
+        }
+        if (effect.attemptId in from.issued) return `attempt id ${effect.attemptId} reused`;
+        const recorded = unresolved[effect.attemptId];
+        const tracked =
+          effect.kind === 'listOwned'
+            ? lease.reconcileAttemptId === effect.attemptId
+            : recorded?.kind === effect.kind &&
+              recorded.fencingGeneration === fences.fencingGeneration &&
+              recorded.resourceGeneration === fences.resourceGeneration;
+        if (!tracked) return `effect ${effect.attemptId} is not recorded as open`;
+      }
+      return null;
+    },
+  ],
+  [
+    '(c) lifecycle is Released only with no unresolved attempt and no live sandbox',
+    ({ to }) => {
+      if (to.snapshot.value.lifecycle !== 'Released') return null;
+      const unresolved = Object.keys(to.snapshot.context.sandbox.unresolved);
+      if (unresolved.length > 0) return `Released with unresolved ${unresolved.join(', ')}`;
+      return terminalSandbox.has(sandboxOf(to)) ? null : `Released with the sandbox ${sandboxOf(to)}`;
+    },
+  ],
+  [
+    '(d) an event with stale or tampered fences never changes the state value',
+    ({ from, event, to }) => {
+      const stale = staleFence(from, event);
+      if (stale === null || isDeepStrictEqual(from.snapshot.value, to.snapshot.value)) return null;
+      return `event for ${stale} moved ${JSON.stringify(from.snapshot.value)} to ${JSON.stringify(to.snapshot.value)}`;
+    },
+  ],
+  [
+    '(e) a released or failed Sandbox is never revived: only a new provision leaves those states',
+    ({ from, event, to }) => {
+      const before = sandboxOf(from);
+      const after = sandboxOf(to);
+      const rgBefore = from.snapshot.context.sandbox.lease?.resourceGeneration ?? 0;
+      const rgAfter = to.snapshot.context.sandbox.lease?.resourceGeneration ?? 0;
+      if ((before === 'Released' || before === 'Failed') && after !== before) {
+        const reprovisioned =
+          event.type === 'sandbox.provision' && after === 'Provisioning' && rgAfter > rgBefore;
+        if (!reprovisioned) return `${before} → ${after} without a new lease`;
+      }
+      if (after === 'Active' && before !== 'Active') {
+        if (before !== 'Provisioning' && before !== 'ReconciliationRequired') return `${before} → Active`;
+        if (rgAfter !== rgBefore) return 'Active under another lease than the one provisioned';
+      }
+      return null;
+    },
+  ],
+  [
+    '(f) environment.release is not accepted while any attempt is unresolved',
+    ({ from, event, to }) => {
+      if (event.type !== 'environment.release') return null;
+      if (Object.keys(from.snapshot.context.sandbox.unresolved).length === 0) return null;
+      const unchanged =
+        isDeepStrictEqual(from.snapshot.value, to.snapshot.value) &&
+        isDeepStrictEqual(from.snapshot.context.release, to.snapshot.context.release);
+      return unchanged ? null : `accepted with unresolved attempts: ${JSON.stringify(to.snapshot.value)}`;
+    },
+  ],
+];
+
+type Exploration = ReturnType<typeof explore>;
+
+function violations(exploration: Exploration, check: (edge: Edge) => string | null): string[] {
+  const found: string[] = [];
+  for (const edge of exploration.edges) {
+    const problem = check(edge);
+    if (problem === null) continue;
+    const path = exploration.paths.get(serializeModel(edge.from)) ?? [];
+    found.push(`${problem}\n    after: ${[...path, edge.event].map(describeEvent).join('\n           ')}`);
+  }
+  return found.slice(0, 5);
+}
+
+// Genuine traffic: results echo the fences of the effect they answer; lease events may be stale.
+const genuine = explore({ leases: 2, tampered: false }, 8);
+// Also results whose fences were tampered with (another fencing generation or provider fence).
+const tampered = explore({ leases: 2, tampered: true }, 6);
+
+describe('Environment machine model', () => {
+  it('explores a non-trivial state space with stale events in it', () => {
+    expect(genuine.paths.size).toBeGreaterThan(500);
+    const staleness = ({ edges }: Exploration) =>
+      [...new Set(edges.map(({ from, event }) => staleFence(from, event)))].filter((r) => r !== null).sort();
+    expect(staleness(genuine)).toEqual(['another lease', 'another lifecycle generation']);
+    expect(staleness(tampered)).toEqual([
+      'another fencing generation',
+      'another lease',
+      'another lifecycle generation',
+    ]);
+  });
+
+  it('proposes only events the API and workers could deliver (schema-valid)', () => {
+    const invalid = [...genuine.edges, ...tampered.edges]
+      .map(({ event }) => event)
+      .filter((event) => !environmentEventSchema.safeParse(event).success);
+    expect(invalid.map(describeEvent).slice(0, 5)).toEqual([]);
+  });
+
+  it('takes every transition of the definition with genuine events', () => {
+    const defined = definedTransitions(environmentMachine);
+    const taken = new Set(genuine.edges.flatMap(({ to }) => to.last?.taken ?? []));
+    expect(
+      [...taken].filter((t) => !defined.includes(t)),
+      'taken but not defined',
+    ).toEqual([]);
+    const untaken = defined.filter((t) => !taken.has(t));
+    expect(untaken, `untaken transitions:\n${untaken.join('\n')}`).toEqual([]);
+  });
+
+  describe.each([
+    ['genuine events', genuine],
+    ['tampered fences', tampered],
+  ])('with %s', (_, exploration) => {
+    it.each(invariants)('%s', (_name, check) => {
+      expect(violations(exploration, check)).toEqual([]);
+    });
+  });
+});

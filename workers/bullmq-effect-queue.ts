@@ -1,0 +1,147 @@
+// The production effect queue. The job ID is the attempt ID, so BullMQ itself drops a publish for
+// an attempt that is already waiting or running; completed jobs are removed at once so that a
+// re-publish after completion (the relay after a lost ack) runs again instead of being swallowed.
+import { DelayedError, Queue, Worker, type Job, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import pino, { type Logger } from 'pino';
+import {
+  DEFAULT_CLOSE_TIMEOUT_MS,
+  EFFECT_ATTEMPTS,
+  distinctJobs,
+  type CloseOptions,
+  type EffectJob,
+  type EffectProcessor,
+  type EffectQueue,
+} from './effect-queue.ts';
+import { withTimeout } from './deadline.ts';
+import { PublishTimeoutError, QueueClosedError } from './errors.ts';
+import { closeWorker, connectRedis, type RedisTarget } from './redis.ts';
+
+export const EFFECTS_QUEUE = 'effects';
+
+export interface BullmqEffectQueueOptions {
+  redis: RedisTarget;
+  /** Redis key prefix (default `sandlot`); tests use one per file. */
+  prefix?: string;
+  /** Jobs run at once by this process (default 8). */
+  concurrency?: number;
+  /** How long a publish may wait for Redis before failing (default 5 s). */
+  publishTimeoutMs?: number;
+  /** First retry delay after a processor error, doubled each time (default 1 s). */
+  backoffMs?: number;
+  /** BullMQ lock duration (default 30 s); the lock is renewed at half of it. */
+  lockDurationMs?: number;
+  logger?: Logger;
+}
+
+export class BullmqEffectQueue implements EffectQueue {
+  private readonly logger: Logger;
+  private readonly producer: Redis;
+  private readonly queue: Queue<EffectJob>;
+  private readonly jobOptions: JobsOptions;
+  private workerRedis: Redis | undefined;
+  private worker: Worker<EffectJob> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: BullmqEffectQueueOptions) {
+    this.logger = options.logger ?? pino({ name: 'effect-queue' });
+    this.producer = connectRedis(options.redis, 'producer', this.logger);
+    this.queue = new Queue<EffectJob>(EFFECTS_QUEUE, { connection: this.producer, prefix: this.prefix });
+    this.queue.on('error', (error) => this.logger.warn({ err: error }, 'effect queue error'));
+    this.jobOptions = {
+      attempts: EFFECT_ATTEMPTS,
+      backoff: { type: 'exponential', delay: options.backoffMs ?? 1_000 },
+      removeOnComplete: true,
+      // Kept an hour so failures stay visible; while kept, a re-publish of that attempt is ignored.
+      removeOnFail: { age: 3_600 },
+    };
+  }
+
+  private get prefix(): string {
+    return this.options.prefix ?? 'sandlot';
+  }
+
+  async publish(jobs: readonly EffectJob[]): Promise<void> {
+    if (this.closing !== undefined) throw new QueueClosedError('effect queue');
+    const distinct = distinctJobs(jobs);
+    if (distinct.length === 0) return;
+    const timeoutMs = this.options.publishTimeoutMs ?? 5_000;
+    const adding = (async () => {
+      // Before the first connection BullMQ waits for Redis indefinitely; the timeout bounds that.
+      await this.queue.waitUntilReady();
+      await this.queue.addBulk(
+        distinct.map((job) => ({
+          name: 'effect',
+          data: job,
+          opts: { ...this.jobOptions, jobId: job.attemptId },
+        })),
+      );
+    })();
+    await withTimeout(adding, timeoutMs, () => new PublishTimeoutError(timeoutMs));
+  }
+
+  start(processor: EffectProcessor): void {
+    if (this.closing !== undefined) throw new QueueClosedError('effect queue');
+    if (this.worker !== undefined) throw new Error('effect queue already started');
+    this.workerRedis = connectRedis(this.options.redis, 'worker', this.logger);
+    // Declared with three parameters on purpose: BullMQ creates the job's AbortSignal only for a
+    // processor whose `length` is at least 3.
+    const worker = new Worker<EffectJob>(
+      EFFECTS_QUEUE,
+      (job, token, signal) => this.run(processor, job, token, signal),
+      {
+        connection: this.workerRedis,
+        prefix: this.prefix,
+        concurrency: this.options.concurrency ?? 8,
+        ...(this.options.lockDurationMs === undefined ? {} : { lockDuration: this.options.lockDurationMs }),
+      },
+    );
+    // v6 only reports a lost lock; another worker may now run the same job, so stop ours.
+    worker.on('lockRenewalFailed', (ids) => {
+      for (const id of ids) worker.cancelJob(id, 'lock-lost');
+    });
+    worker.on('failed', (job, error) =>
+      this.logger.warn(
+        { err: error, attemptId: job?.id, attemptsMade: job?.attemptsMade },
+        'effect job failed',
+      ),
+    );
+    worker.on('error', (error) => this.logger.warn({ err: error }, 'effect worker error'));
+    this.worker = worker;
+  }
+
+  private async run(
+    processor: EffectProcessor,
+    job: Job<EffectJob>,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const jobSignal = signal ?? new AbortController().signal;
+    try {
+      await processor({ attemptId: job.data.attemptId }, jobSignal);
+    } catch (error) {
+      if (jobSignal.aborted && this.closing !== undefined && token !== undefined) {
+        // Shutdown interrupted the job: hand it back for another worker without spending one of
+        // its attempts (a failed job would swallow the relay's re-publishes for an hour).
+        await job.moveToDelayed(Date.now(), token);
+        throw new DelayedError();
+      }
+      throw error;
+    }
+  }
+
+  close(options: CloseOptions = {}): Promise<void> {
+    this.closing ??= this.shutdown(options.timeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
+    return this.closing;
+  }
+
+  private async shutdown(timeoutMs: number): Promise<void> {
+    if (this.worker !== undefined) await closeWorker(this.worker, timeoutMs, this.logger);
+    await this.queue
+      .close()
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'queue close failed'));
+    // BullMQ leaves connections it was given open; these are ours.
+    this.workerRedis?.disconnect();
+    this.producer.disconnect();
+  }
+}

@@ -1,0 +1,56 @@
+// The reconciler: a periodic task, safe on any number of processes. It (1) moves attempts stuck in
+// Dispatched past their deadline to Unknown, which puts the lease in ReconciliationRequired, and
+// (2) asks every lease in ReconciliationRequired to reconcile through an exact listOwned.
+import type { Logger } from 'pino';
+import { expireAttempt, type AttemptDeps } from '../actors/attempts.ts';
+import { overdueDispatched } from '../store/attempts.ts';
+import { leasesNeedingReconciliation } from '../store/leases.ts';
+import type { PeriodicTask } from './scheduler.ts';
+
+export interface ReconcilerDeps extends AttemptDeps {
+  logger: Logger;
+  now?: () => Date;
+  batchSize?: number;
+}
+
+export interface ReconcileReport {
+  expired: number;
+  reconciling: number;
+}
+
+export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal): Promise<ReconcileReport> {
+  const now = (deps.now ?? (() => new Date()))();
+  const limit = deps.batchSize ?? 200;
+  let expired = 0;
+  for (const attempt of await overdueDispatched(deps.db, now, limit)) {
+    if (signal?.aborted === true) break;
+    if (await expireAttempt(deps, attempt.attemptId, now)) expired++;
+  }
+  let reconciling = 0;
+  for (const lease of await leasesNeedingReconciliation(deps.db, limit)) {
+    if (signal?.aborted === true) break;
+    const outcome = await deps.runtime.send(
+      lease.environmentId,
+      {
+        type: 'sandbox.reconcile',
+        operationId: lease.operationId,
+        resourceGeneration: lease.resourceGeneration,
+        providerFence: lease.providerFence,
+      },
+      { actor: deps.actor },
+    );
+    if (outcome.accepted) reconciling++;
+  }
+  if (expired + reconciling > 0) deps.logger.info({ expired, reconciling }, 'reconciler pass');
+  return { expired, reconciling };
+}
+
+export function reconcilerTask(deps: ReconcilerDeps, everyMs: number): PeriodicTask {
+  return {
+    name: 'reconcile',
+    everyMs,
+    run: async (signal) => {
+      await reconcileOnce(deps, signal);
+    },
+  };
+}
