@@ -7,9 +7,10 @@ import type { EnvironmentEvent, ResourceSummary } from '../machines/environment-
 import { acknowledgeAttemptOutbox as acknowledgeAttempt } from '../store/outbox-relay-queries.ts';
 import { markDispatched, readAttempt, resolveAttempt, type AttemptRow } from '../store/attempts.ts';
 import type { Database, Queryable } from '../store/db.ts';
-import { lockEnvironment } from '../store/environments.ts';
+import { lockEnvironment, quarantineEnvironment } from '../store/environments.ts';
 import { readCurrentLease, type LeaseRow } from '../store/leases.ts';
 import type { OutboxRow } from '../store/outbox.ts';
+import { SnapshotQuarantinedError } from './errors.ts';
 import type { ActorRuntime } from './runtime.ts';
 
 /** The lease state an attempt kind may run in: the state is the gate. */
@@ -109,18 +110,18 @@ export async function completeAttempt(
   outcome: AttemptOutcome,
 ): Promise<boolean> {
   let effects: OutboxRow[] = [];
-  const delivered = await deps.db.transaction(async (tx) => {
+  const record = (tx: Queryable) =>
+    outcome.state === 'Succeeded'
+      ? resolveAttempt(tx, attemptId, {
+          state: 'Succeeded',
+          receipt: outcome.receipt ?? outcome.resource ?? outcome.resources ?? null,
+        })
+      : resolveAttempt(tx, attemptId, { state: outcome.state, error: outcome.error });
+  const deliver = async (tx: Queryable) => {
     const attempt = await lockedAttempt(tx, attemptId);
     // Already settled (for instance by reconciliation): a late duplicate changes nothing.
     if (attempt === null || (attempt.state !== 'Dispatched' && attempt.state !== 'Unknown')) return false;
-    if (outcome.state === 'Succeeded') {
-      await resolveAttempt(tx, attemptId, {
-        state: 'Succeeded',
-        receipt: outcome.receipt ?? outcome.resource ?? outcome.resources ?? null,
-      });
-    } else {
-      await resolveAttempt(tx, attemptId, { state: outcome.state, error: outcome.error });
-    }
+    await record(tx);
     const event: EnvironmentEvent =
       outcome.state === 'Succeeded'
         ? {
@@ -138,7 +139,21 @@ export async function completeAttempt(
     const sent = await deps.runtime.sendWithin(tx, attempt.environmentId, event, { actor: deps.actor });
     if (sent.accepted) effects = sent.effects;
     return true;
-  });
+  };
+  let delivered: boolean;
+  try {
+    delivered = await deps.db.transaction(deliver);
+  } catch (error) {
+    if (!(error instanceof SnapshotQuarantinedError)) throw error;
+    // The Environment cannot take the event, but the exact result must still be kept, and the
+    // quarantine mark must survive (the failed transaction rolled both back).
+    await deps.db.transaction(async (tx) => {
+      const attempt = await lockedAttempt(tx, attemptId);
+      if (attempt?.state === 'Dispatched' || attempt?.state === 'Unknown') await record(tx);
+      await quarantineEnvironment(tx, error.environmentId, error.reason);
+    });
+    throw error;
+  }
   deps.runtime.handOff(effects);
   return delivered;
 }

@@ -52,8 +52,9 @@ export class BullmqEffectQueue implements EffectQueue {
       attempts: EFFECT_ATTEMPTS,
       backoff: { type: 'exponential', delay: options.backoffMs ?? 1_000 },
       removeOnComplete: true,
-      // Kept an hour so failures stay visible; while kept, a re-publish of that attempt is ignored.
-      removeOnFail: { age: 3_600 },
+      // Not kept: a kept failed job would swallow the relay's re-publish of a still-Pending attempt
+      // (BullMQ ignores an add whose ID exists). Failures are logged; PostgreSQL keeps the attempt.
+      removeOnFail: true,
     };
   }
 

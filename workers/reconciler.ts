@@ -24,22 +24,31 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
   let expired = 0;
   for (const attempt of await overdueDispatched(deps.db, now, limit)) {
     if (signal?.aborted === true) break;
-    if (await expireAttempt(deps, attempt.attemptId, now)) expired++;
+    // One broken Environment (a quarantined snapshot) must not stop the pass for the others.
+    try {
+      if (await expireAttempt(deps, attempt.attemptId, now)) expired++;
+    } catch (error) {
+      deps.logger.error({ err: error, attemptId: attempt.attemptId }, 'could not expire attempt');
+    }
   }
   let reconciling = 0;
   for (const lease of await leasesNeedingReconciliation(deps.db, limit)) {
     if (signal?.aborted === true) break;
-    const outcome = await deps.runtime.send(
-      lease.environmentId,
-      {
-        type: 'sandbox.reconcile',
-        operationId: lease.operationId,
-        resourceGeneration: lease.resourceGeneration,
-        providerFence: lease.providerFence,
-      },
-      { actor: deps.actor },
-    );
-    if (outcome.accepted) reconciling++;
+    try {
+      const outcome = await deps.runtime.send(
+        lease.environmentId,
+        {
+          type: 'sandbox.reconcile',
+          operationId: lease.operationId,
+          resourceGeneration: lease.resourceGeneration,
+          providerFence: lease.providerFence,
+        },
+        { actor: deps.actor },
+      );
+      if (outcome.accepted) reconciling++;
+    } catch (error) {
+      deps.logger.error({ err: error, environmentId: lease.environmentId }, 'could not start reconciliation');
+    }
   }
   if (expired + reconciling > 0) deps.logger.info({ expired, reconciling }, 'reconciler pass');
   return { expired, reconciling };
