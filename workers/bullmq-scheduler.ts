@@ -27,6 +27,7 @@ export class BullmqScheduler implements Scheduler {
   private readonly queue: Queue;
   private worker: Worker | undefined;
   private closing: Promise<void> | undefined;
+  private reassert: NodeJS.Timeout | undefined;
 
   constructor(options: BullmqSchedulerOptions) {
     assertTasks(options.tasks);
@@ -39,9 +40,7 @@ export class BullmqScheduler implements Scheduler {
     this.queue.on('error', (error) => this.logger.warn({ err: error }, 'maintenance queue error'));
   }
 
-  async start(): Promise<void> {
-    if (this.closing !== undefined) throw new QueueClosedError('scheduler');
-    if (this.worker !== undefined) return;
+  private async upsertAll(): Promise<void> {
     for (const task of this.tasks.values()) {
       await this.queue.upsertJobScheduler(
         task.name,
@@ -49,6 +48,21 @@ export class BullmqScheduler implements Scheduler {
         { name: task.name, opts: { removeOnComplete: true, removeOnFail: 100 } },
       );
     }
+  }
+
+  async start(): Promise<void> {
+    if (this.closing !== undefined) throw new QueueClosedError('scheduler');
+    if (this.worker !== undefined) return;
+    await this.upsertAll();
+    // A flushed or restarted Redis (no persistence) forgets the schedules; every process puts
+    // them back on its own timer, so reconciliation never stops for want of a restart.
+    const everyMs = Math.max(1_000, Math.min(...[...this.tasks.values()].map((t) => t.everyMs)) * 2);
+    this.reassert = setInterval(() => {
+      this.upsertAll().catch((error: unknown) =>
+        this.logger.warn({ err: error }, 'could not re-assert schedules'),
+      );
+    }, everyMs);
+    this.reassert.unref();
     // Three declared parameters, so BullMQ hands us the job's AbortSignal.
     const worker = new Worker(MAINTENANCE_QUEUE, (job, _token, signal) => this.dispatch(job, signal), {
       connection: this.redis,
@@ -81,6 +95,7 @@ export class BullmqScheduler implements Scheduler {
   }
 
   private async shutdown(timeoutMs: number): Promise<void> {
+    clearInterval(this.reassert);
     if (this.worker !== undefined) await closeWorker(this.worker, timeoutMs, this.logger);
     await this.queue
       .close()
