@@ -1,5 +1,6 @@
 // `sandlot <command>`: one process entry for every mode. Exit codes: 0 ok, 1 failure, 2 usage.
 import { ConfigError } from '../config/errors.ts';
+import { demoCommand } from './demo.ts';
 import { migrateCommand } from './migrate.ts';
 import { serveCommand } from './serve.ts';
 import { tokenCommand } from './token.ts';
@@ -14,6 +15,7 @@ Commands:
   migrate                                  apply database migrations and exit
   token --tenant T --sub S [--admin] [--ttl 1h]
                                            print a dev token signed with the embedded key
+  demo [--url http://127.0.0.1:8080]       run one sandbox lease end to end against a running embedded serve
 
 Configuration comes from environment variables; see README.md.`;
 
@@ -21,6 +23,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   serve: serveCommand,
   migrate: migrateCommand,
   token: tokenCommand,
+  demo: demoCommand,
   worker: workerCommand,
 };
 

@@ -62,6 +62,16 @@ export function othersUnresolved({ context, event }: Args): boolean {
   return isResult(event) && otherUnresolved(context.sandbox, event.attemptId).length > 0;
 }
 
+/** Another attempt of the lease has not answered yet (an Unknown one already has, inexactly). */
+export function othersAwaitResult({ context, event }: Args): boolean {
+  return (
+    isResult(event) &&
+    otherUnresolved(context.sandbox, event.attemptId).some(
+      (id) => context.sandbox.unresolved[id]?.state === 'Pending',
+    )
+  );
+}
+
 export const releaseConfirmed = ({ context }: Args): boolean =>
   context.sandbox.lease?.releaseConfirmed === true;
 

@@ -42,10 +42,15 @@ const record = (state: SandboxState) => ({
     ),
 });
 
-const resolveAll = (state: AttemptResolution['state'], resolution: string) => ({
+type ResolvedAs =
+  AttemptResolution['state'] | { release: AttemptResolution['state']; provision: AttemptResolution['state'] };
+const resolveAll = (as: ResolvedAs, resolution: string) => ({
   type: 'record.attemptsResolved' as const,
   params: ({ context }: { context: EnvironmentContext }) =>
-    u.unresolvedOfLease(context).map((attemptId) => ({ attemptId, state, resolution })),
+    u.unresolvedOfLease(context).map((attemptId) => {
+      const kind = context.sandbox.unresolved[attemptId]?.kind ?? 'provision';
+      return { attemptId, state: typeof as === 'string' ? as : as[kind], resolution };
+    }),
 });
 
 const open = (kind: 'provision' | 'release' | 'listOwned') => [
@@ -85,6 +90,7 @@ export const environmentMachine = setup({
     currentAttempt: g.currentAttempt,
     staleAttempt: g.staleAttempt,
     othersUnresolved: g.othersUnresolved,
+    othersAwaitResult: g.othersAwaitResult,
     releaseConfirmed: g.releaseConfirmed,
     recovering: g.recovering,
     foundOwnResource: g.foundOwnResource,
@@ -223,10 +229,16 @@ export const environmentMachine = setup({
           entry: [...open('release'), record('Releasing')],
           on: {
             'provider.succeeded': [
-              // An older attempt is still out: the resource may yet appear, so wait for it.
+              // An older attempt may still answer: the resource may yet appear, so wait for it.
+              {
+                guard: and([current('release'), 'othersAwaitResult']),
+                actions: ['settleAttempt', 'confirmRelease'],
+              },
+              // Older attempts are Unknown: no answer will come, so only an exact listOwned settles them.
               {
                 guard: and([current('release'), 'othersUnresolved']),
-                actions: ['settleAttempt', 'confirmRelease'],
+                target: 'ReconciliationRequired',
+                actions: ['settleAttempt', 'confirmRelease', recoveringRelease],
               },
               { guard: current('release'), target: 'Released', actions: 'settleAttempt' },
               // The stale provision created something after all: release again.
@@ -323,7 +335,10 @@ export const environmentMachine = setup({
               {
                 guard: current('listOwned'),
                 target: 'Released',
-                actions: [resolveAll('Succeeded', 'absent by exact listOwned'), 'settleAllUnresolved'],
+                actions: [
+                  resolveAll({ release: 'Succeeded', provision: 'Superseded' }, 'absent by exact listOwned'),
+                  'settleAllUnresolved',
+                ],
               },
               // The original attempt's own result arrived late: it is exact evidence.
               {

@@ -1,0 +1,457 @@
+// `sandlot demo`: one sandbox lease, start to finish, against a running embedded `sandlot serve`,
+// over plain HTTP like any client. Tokens are minted with the dev key exactly as `sandlot token`
+// does (SANDLOT_DATA_DIR), so the demo must share the server's data directory. It grants a demo user,
+// writes the run selection from GET /admin/provider, registers a network policy, registers an
+// Environment under a fresh run, creates a Workspace, provisions, waits for Active, checks
+// readyForDispatch, releases the Environment, waits for Released, and prints the provider attempts
+// as a timeline. (The lifecycle journal is not served over HTTP, so it is not shown.)
+import { randomBytes } from 'node:crypto';
+import { access } from 'node:fs/promises';
+import path from 'node:path';
+import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
+import { mintDevToken } from '../http/auth/mint.ts';
+import { configFromEnvironment, dataDirOf } from './context.ts';
+import { UsageError, parseOptions } from './usage.ts';
+
+const DEFAULT_URL = 'http://127.0.0.1:8080';
+const SUBJECT = 'demo-user';
+const POLICY_GENERATION = 1;
+const REQUEST_TIMEOUT_MS = 10_000;
+const POLL_MS = 100;
+
+/** A failure the user can act on; `main` prints the message and exits 1. */
+class DemoError extends Error {
+  override readonly name = 'DemoError';
+}
+
+interface Lease {
+  operationId: string;
+  resourceGeneration: number;
+  providerFence: number;
+  currentFencingGeneration: number;
+  state: string;
+  phase: string | null;
+  resourceId: string | null;
+  failure: { code: string; message: string } | null;
+}
+
+interface Lifecycle {
+  environmentId: string;
+  lifecycleGeneration: number;
+  state: string;
+  revision: number;
+}
+
+interface Attempt {
+  attemptId: string;
+  kind: string;
+  state: string;
+  resourceGeneration: number;
+  providerFence: number;
+  fencingGeneration: number;
+  createdAt: string;
+  dispatchedAt: string | null;
+  deadlineAt: string | null;
+  resolvedAt: string | null;
+  resolution: string | null;
+  error: { code: string; message: string } | null;
+  receipt: unknown;
+}
+
+interface Out {
+  line(text: string): void;
+  /** One status line: rewritten in place on a terminal, a plain line per change otherwise. */
+  status(text: string, key: string): void;
+  endStatus(): void;
+}
+
+function output(stream: NodeJS.WriteStream): Out {
+  const tty = stream.isTTY;
+  let open = false;
+  let lastKey: string | null = null;
+  let lastText = '';
+  return {
+    line(text) {
+      if (open) {
+        stream.write('\n');
+        open = false;
+      }
+      stream.write(`${text}\n`);
+    },
+    status(text, key) {
+      lastText = text;
+      if (tty) {
+        stream.write(`\r\x1b[2K${text}`);
+        open = true;
+      } else if (key !== lastKey) {
+        stream.write(`${text}\n`);
+      }
+      lastKey = key;
+    },
+    endStatus() {
+      // Off a terminal the last state was already printed when it changed.
+      if (tty && open) stream.write(`\r\x1b[2K${lastText}\n`);
+      open = false;
+      lastKey = null;
+      lastText = '';
+    },
+  };
+}
+
+class Client {
+  /** `shown` is the URL as messages name it; `base` ends in `/` so relative paths resolve under it. */
+  constructor(
+    private readonly shown: string,
+    private readonly base = `${shown}/`,
+  ) {}
+
+  async call<T>(
+    step: string,
+    method: string,
+    urlPath: string,
+    token: string | null,
+    body?: unknown,
+    accept: readonly number[] = [200, 201, 202],
+  ): Promise<{ status: number; body: T }> {
+    const headers: Record<string, string> = {};
+    if (token !== null) headers['authorization'] = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(new URL(urlPath, this.base), {
+        method,
+        headers,
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      throw new DemoError(`${step}: ${unreachable(this.shown, error)}`);
+    }
+    const text = await res.text();
+    let parsed: unknown = null;
+    try {
+      parsed = text === '' ? null : JSON.parse(text);
+    } catch {
+      throw new DemoError(`${step}: ${this.shown} answered ${res.status} with something that is not JSON`);
+    }
+    if (!accept.includes(res.status)) throw new DemoError(`${step}: ${describeProblem(res.status, parsed)}`);
+    return { status: res.status, body: parsed as T };
+  }
+}
+
+function unreachable(base: string, error: unknown): string {
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  const reason =
+    error instanceof Error && error.name === 'TimeoutError'
+      ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`
+      : (code ?? (cause instanceof Error ? cause.message : String(cause)));
+  return `no Sandlot server answers at ${base} (${reason}). Start one with \`npx sandlot serve\`, or pass --url`;
+}
+
+function describeProblem(status: number, body: unknown): string {
+  const problem = (body ?? {}) as { type?: unknown; detail?: unknown; title?: unknown };
+  const slug = typeof problem.type === 'string' ? problem.type.replace('urn:sandlot:problem:', '') : null;
+  const detail = typeof problem.detail === 'string' ? problem.detail : problem.title;
+  return `HTTP ${status}${slug === null ? '' : ` ${slug}`}${typeof detail === 'string' ? `: ${detail}` : ''}`;
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+const pad = (text: string, width: number) => text.padEnd(width);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function devKey(dataDir: string): Promise<Uint8Array> {
+  const file = path.join(dataDir, 'dev-signing-key');
+  try {
+    await access(file);
+  } catch {
+    throw new DemoError(
+      `no dev signing key at ${file}. Run the demo from the directory \`sandlot serve\` runs in, ` +
+        "with the same SANDLOT_DATA_DIR, so its tokens are signed with the server's key",
+    );
+  }
+  return loadOrCreateDevKey(dataDir);
+}
+
+/** Polls until `done` holds; shows state, phase and elapsed time on one status line meanwhile. */
+async function waitFor<T>(
+  out: Out,
+  label: string,
+  timeoutMs: number,
+  read: () => Promise<T>,
+  show: (value: T) => { text: string; key: string },
+  done: (value: T) => boolean,
+  fail: (value: T) => string | null,
+  started = Date.now(),
+): Promise<T> {
+  for (;;) {
+    const value = await read();
+    const elapsed = Date.now() - started;
+    const { text, key } = show(value);
+    out.status(`  ${pad(label, 9)} ${text}  ${seconds(elapsed)}`, key);
+    const failure = fail(value);
+    if (failure !== null) {
+      out.endStatus();
+      throw new DemoError(failure);
+    }
+    if (done(value)) {
+      out.endStatus();
+      return value;
+    }
+    if (elapsed > timeoutMs) {
+      out.endStatus();
+      throw new DemoError(`${label}: still ${text} after ${seconds(elapsed)}; giving up`);
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+function timeline(attempts: Attempt[]): string[] {
+  interface Moment {
+    at: number;
+    order: number;
+    attempt: Attempt;
+    what: string;
+    detail: string;
+  }
+  const moments: Moment[] = [];
+  for (const a of attempts) {
+    const fences = `gen ${a.resourceGeneration} fence ${a.providerFence} fencing ${a.fencingGeneration}`;
+    moments.push({ at: Date.parse(a.createdAt), order: 0, attempt: a, what: 'opened', detail: fences });
+    if (a.dispatchedAt !== null) {
+      const deadline =
+        a.deadlineAt === null ? '' : `deadline +${Date.parse(a.deadlineAt) - Date.parse(a.dispatchedAt)} ms`;
+      moments.push({
+        at: Date.parse(a.dispatchedAt),
+        order: 1,
+        attempt: a,
+        what: 'dispatched',
+        detail: deadline,
+      });
+    }
+    if (a.resolvedAt !== null) {
+      const detail = [a.state, a.resolution, a.error === null ? null : `${a.error.code}: ${a.error.message}`]
+        .filter((part) => part !== null && part !== '')
+        .join(', ');
+      moments.push({ at: Date.parse(a.resolvedAt), order: 2, attempt: a, what: 'resolved', detail });
+    } else if (a.state === 'Unknown') {
+      moments.push({
+        at: Number.POSITIVE_INFINITY,
+        order: 2,
+        attempt: a,
+        what: 'unknown',
+        detail: a.error?.code ?? '',
+      });
+    }
+  }
+  moments.sort((x, y) => x.at - y.at || x.order - y.order);
+  const first = moments[0]?.at ?? 0;
+  // `<operationId>.<kind>.<seq>`, or `<operationId>.describe.<uuid>` for an inspection.
+  const name = (a: Attempt) => {
+    const [, kind = a.kind, rest = ''] = a.attemptId.split('.');
+    return `${kind}.${rest.slice(0, 8)}`;
+  };
+  return moments.map((m) => {
+    const offset = Number.isFinite(m.at) ? `+${m.at - first} ms` : 'open';
+    return `  ${offset.padStart(9)}  ${pad(name(m.attempt), 17)} ${pad(m.what, 10)} ${m.detail}`.trimEnd();
+  });
+}
+
+export async function demoCommand(args: string[]): Promise<void> {
+  const options = parseOptions(args, {
+    url: { type: 'string', default: DEFAULT_URL },
+    tenant: { type: 'string', default: 'demo' },
+    project: { type: 'string', default: 'demo' },
+    timeout: { type: 'string', default: '60' },
+  });
+  let base: URL;
+  try {
+    base = new URL(options.url);
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new Error('not http');
+  } catch {
+    throw new UsageError(`--url must be an http:// or https:// URL, got "${options.url}"`);
+  }
+  const timeoutMs = Number(options.timeout) * 1000;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+    throw new UsageError(`--timeout must be a positive number of seconds, got "${options.timeout}"`);
+  const config = configFromEnvironment();
+  if (config.mode !== 'embedded') {
+    throw new UsageError('the demo mints dev tokens, which exist only in embedded mode (unset DATABASE_URL)');
+  }
+
+  const out = output(process.stdout);
+  const url = base.toString().replace(/\/$/, '');
+  const client = new Client(url);
+  const { tenant, project } = options;
+
+  // Is anything there, and is it Sandlot?
+  const health = await client.call<{ status?: string }>('health check', 'GET', 'healthz', null);
+  if (health.body.status !== 'ok') throw new DemoError(`${url} answers, but not like a Sandlot server`);
+
+  const dataDir = dataDirOf(config);
+  const key = await devKey(dataDir);
+  const mint = (subject: string, operator: boolean) =>
+    mintDevToken({
+      key,
+      issuer: config.auth.issuer,
+      audience: config.auth.audience,
+      tenant,
+      subject,
+      operator,
+      ttlSeconds: 15 * 60,
+    });
+  const operator = await mint('demo-operator', true);
+  const user = await mint(SUBJECT, false);
+  out.line(`sandlot demo against ${url} (tenant ${tenant}, project ${project}; dev key in ${dataDir})`);
+
+  let provider: { status: number; body: Record<string, unknown> };
+  try {
+    provider = await client.call<Record<string, unknown>>('read provider', 'GET', 'admin/provider', operator);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (message.includes('HTTP 401'))
+      throw new DemoError(
+        `${url} rejected a token signed with the dev key in ${dataDir}: the server uses another ` +
+          'SANDLOT_DATA_DIR (run the demo with the same one, from the same directory)',
+      );
+    if (message.includes('HTTP 404'))
+      throw new DemoError(
+        `${url} has no admin routes: it runs in production mode. The demo needs an embedded \`sandlot serve\``,
+      );
+    throw error;
+  }
+
+  const admin = `admin/tenants/${tenant}/projects/${project}`;
+  const permissions = ['ReadProjects', 'WriteProjects', 'ReadRunSelection'];
+  await client.call('grant', 'PUT', `${admin}/grants/${SUBJECT}`, operator, { permissions });
+  out.line(`✓ granted ${SUBJECT} ${permissions.join(', ')}`);
+
+  const run = `demo-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  await client.call('run selection', 'PUT', `${admin}/runs/${run}/selection`, operator, {
+    candidates: [{ ...provider.body, exclusive: true }],
+  });
+  out.line(
+    `✓ run ${run} selects ${String(provider.body['providerId'])} ${String(provider.body['adapterVersion'])} ` +
+      `(options revision ${String(provider.body['optionsRevision'])}), exclusive`,
+  );
+
+  await client.call('network policy', 'PUT', `${admin}/network-policies/${POLICY_GENERATION}`, operator, {
+    policy: { egress: [{ toFQDNs: ['registry.npmjs.org'] }] },
+  });
+  out.line(`✓ network policy generation ${POLICY_GENERATION} registered`);
+
+  const environments = `api/projects/${project}/runs/${run}/environments`;
+  const registered = await client.call<Lifecycle>('register', 'POST', environments, user, {
+    idempotencyKey: 'demo',
+  });
+  const env = `${environments}/${registered.body.environmentId}`;
+  out.line(`✓ Environment ${registered.body.environmentId} ${registered.body.state}`);
+
+  const volume = await client.call<{
+    volumeId: string;
+    resourceGeneration: number;
+    dataGeneration: number;
+    state: string;
+  }>('workspace', 'POST', `${env}/workspace-volumes`, user, { idempotencyKey: 'demo-workspace' });
+  const { volumeId, resourceGeneration, dataGeneration } = volume.body;
+  out.line(
+    `✓ Workspace ${volumeId} ${volume.body.state} (generation ${resourceGeneration}/${dataGeneration})`,
+  );
+
+  const provisionStarted = Date.now();
+  const provisioned = await client.call<Lease>('provision', 'POST', `${env}/sandbox/provision`, user, {
+    idempotencyKey: 'demo-provision',
+    workspace: { volumeId, resourceGeneration, dataGeneration, mountPath: '/workspace', readOnly: false },
+    networkPolicyGeneration: POLICY_GENERATION,
+  });
+  const operationId = provisioned.body.operationId;
+  out.line(
+    `✓ provision accepted: operation ${operationId}, resource generation ` +
+      `${provisioned.body.resourceGeneration}, provider fence ${provisioned.body.providerFence}`,
+  );
+
+  const readLease = async () =>
+    (await client.call<{ lease: Lease }>('read sandbox', 'GET', `${env}/sandbox`, user)).body.lease;
+  const leaseStatus = (lease: Lease) => ({
+    text: `${pad(lease.state, 22)} phase ${pad(lease.phase ?? '-', 11)}`,
+    key: `${lease.state}/${lease.phase ?? '-'}`,
+  });
+  const shown = leaseStatus(provisioned.body);
+  out.status(`  ${pad('lease', 9)} ${shown.text}  ${seconds(Date.now() - provisionStarted)}`, shown.key);
+  const active = await waitFor(
+    out,
+    'lease',
+    timeoutMs,
+    readLease,
+    leaseStatus,
+    (lease) => lease.state === 'Active',
+    (lease) =>
+      lease.state === 'Failed' || lease.state === 'Released'
+        ? `the lease ended ${lease.state}${lease.failure === null ? '' : `: ${lease.failure.code}: ${lease.failure.message}`}`
+        : null,
+    provisionStarted,
+  );
+  out.line(`✓ lease Active on ${active.resourceId ?? 'an unnamed resource'}`);
+
+  const inspected = await waitFor(
+    out,
+    'ready',
+    Math.min(timeoutMs, 15_000),
+    async () =>
+      (
+        await client.call<{
+          lease: Lease;
+          readyForDispatch: boolean;
+          observation: { phase: string | null; exact: boolean } | null;
+          networkPolicy: { verified: boolean };
+        }>('inspect', 'GET', `${env}/sandbox?networkPolicyGeneration=${POLICY_GENERATION}`, user)
+      ).body,
+    (view) => ({
+      text: `readyForDispatch ${String(view.readyForDispatch)} phase ${view.observation?.phase ?? '-'}`,
+      key: `${String(view.readyForDispatch)}/${view.observation?.phase ?? '-'}`,
+    }),
+    (view) => view.readyForDispatch,
+    (view) => (view.lease.state !== 'Active' ? `the lease left Active (${view.lease.state})` : null),
+  );
+  out.line(
+    `✓ readyForDispatch true: exact observation in phase ${inspected.observation?.phase ?? '-'}, ` +
+      `network policy generation ${POLICY_GENERATION} verified ${String(inspected.networkPolicy.verified)}`,
+  );
+
+  const releaseStarted = Date.now();
+  const released = await client.call<Lifecycle>('release', 'POST', `${env}/release`, user, {
+    expectedLifecycleGeneration: registered.body.lifecycleGeneration,
+    idempotencyKey: 'demo-release',
+  });
+  out.line(`✓ Environment release accepted (${released.body.state})`);
+  const readBoth = async () => ({
+    lifecycle: (await client.call<Lifecycle>('read lifecycle', 'GET', `${env}/lifecycle`, user)).body,
+    lease: await readLease(),
+  });
+  const end = await waitFor(
+    out,
+    'release',
+    timeoutMs,
+    readBoth,
+    ({ lifecycle, lease }) => ({
+      text: `Environment ${pad(lifecycle.state, 10)} lease ${pad(lease.state, 22)}`,
+      key: `${lifecycle.state}/${lease.state}`,
+    }),
+    ({ lifecycle, lease }) => lifecycle.state === 'Released' && lease.state === 'Released',
+    () => null,
+    releaseStarted,
+  );
+  out.line(`✓ Environment Released (revision ${end.lifecycle.revision}), lease Released, placement retired`);
+
+  const attempts = await client.call<{ attempts: Attempt[] }>(
+    'provider attempts',
+    'GET',
+    `${env}/sandbox/v1/operations/${operationId}/provider-attempts`,
+    user,
+  );
+  out.line('');
+  out.line(`Provider attempts of ${operationId} (each written before its call):`);
+  for (const text of timeline(attempts.body.attempts)) out.line(text);
+  const summary = attempts.body.attempts.map((a) => `${a.kind} ${a.state}`).join(', ');
+  out.line(`${attempts.body.attempts.length} attempts: ${summary}`);
+}
