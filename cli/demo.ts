@@ -4,7 +4,7 @@
 // writes the run selection from GET /admin/provider, registers a network policy, registers an
 // Environment under a fresh run, creates a Workspace, provisions, waits for Active, checks
 // readyForDispatch, releases the Environment, waits for Released, and prints the provider attempts
-// as a timeline. (The lifecycle journal is not served over HTTP, so it is not shown.)
+// and the Environment's journal as timelines.
 import { randomBytes } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
@@ -454,4 +454,31 @@ export async function demoCommand(args: string[]): Promise<void> {
   for (const text of timeline(attempts.body.attempts)) out.line(text);
   const summary = attempts.body.attempts.map((a) => `${a.kind} ${a.state}`).join(', ');
   out.line(`${attempts.body.attempts.length} attempts: ${summary}`);
+
+  const journal = await client.call<{ entries: JournalEntry[] }>('journal', 'GET', `${env}/journal`, user);
+  out.line('');
+  out.line(`Journal of ${registered.body.environmentId} (one row per committed transition):`);
+  for (const text of journalTimeline(journal.body.entries)) out.line(text);
+}
+
+interface JournalEntry {
+  revision: number;
+  event: Record<string, unknown>;
+  to: Record<string, string>;
+  actor: string;
+  recordedAt: string;
+}
+
+function journalTimeline(entries: JournalEntry[]): string[] {
+  const first = entries[0] === undefined ? 0 : Date.parse(entries[0].recordedAt);
+  return entries.map((e) => {
+    const at = `+${Date.parse(e.recordedAt) - first} ms`.padStart(9);
+    const what = [e.event['type'], e.event['kind'], e.event['attemptId']]
+      .filter((v): v is string => typeof v === 'string')
+      .join(' ');
+    const to = Object.entries(e.to)
+      .map(([region, state]) => `${region}=${state}`)
+      .join(' ');
+    return `${at}  r${e.revision}  ${String(what).padEnd(48)} → ${to}  (${e.actor})`;
+  });
 }

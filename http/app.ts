@@ -15,6 +15,7 @@ import { invalidRequest, toProblem } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { environmentRoutes } from './routes/environments.ts';
+import { journalRoutes } from './routes/journal.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 
 export interface AppDeps {
@@ -96,6 +97,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.use('/api/*', auth);
   app.route('/', environmentRoutes(deps.lifecycle));
   app.route('/', sandboxRoutes(deps.sandbox, deps.db, deps.authority));
+  app.route('/', journalRoutes(deps.db, deps.authority));
   if (deps.embedded) {
     app.use('/admin/*', auth);
     app.route('/', adminRoutes(deps.db, deps.provider));

@@ -42,6 +42,7 @@ const operations = [
     ['201', '200', '409'],
     true,
   ],
+  ['get', `${environments}/{environmentId}/journal`, ['200', '404'], false],
   ['post', `${environments}/{environmentId}/workspace-volumes`, ['201', '200', '404', '409'], true],
   ['post', `${environments}/{environmentId}/sandbox/provision`, ['202', '404', '409', '422'], true],
   ['get', `${environments}/{environmentId}/sandbox`, ['200', '404'], false],

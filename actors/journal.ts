@@ -1,0 +1,59 @@
+// The Environment's journal as callers may read it: each transition with the event's fences and
+// identifiers, never the provider options, run selection or receipts some events carry.
+import type { Database } from '../store/db.ts';
+import { readJournal } from '../store/journal.ts';
+import { requirePermissions } from './authority.ts';
+import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
+import type { Caller, ProjectsAuthority } from './ports.ts';
+
+export interface JournalView {
+  revision: number;
+  event: Record<string, unknown>;
+  from: unknown;
+  to: unknown;
+  actor: string;
+  recordedAt: string;
+}
+
+const visibleFields = [
+  'type',
+  'idempotencyKey',
+  'expectedLifecycleGeneration',
+  'operationId',
+  'attemptId',
+  'kind',
+  'resourceGeneration',
+  'providerFence',
+  'fencingGeneration',
+  'networkPolicyGeneration',
+  'phase',
+  'finished',
+] as const;
+
+function visible(event: unknown): Record<string, unknown> {
+  const source = (event ?? {}) as Record<string, unknown>;
+  const shown: Record<string, unknown> = {};
+  for (const field of visibleFields) if (source[field] !== undefined) shown[field] = source[field];
+  const error = source['error'] as { code?: unknown } | undefined;
+  if (error?.code !== undefined) shown['errorCode'] = error.code;
+  return shown;
+}
+
+export async function readEnvironmentJournal(
+  deps: { db: Database; authority: ProjectsAuthority },
+  caller: Caller,
+  address: EnvironmentAddress,
+): Promise<JournalView[]> {
+  await requirePermissions(deps.authority, caller, address.projectId, ['ReadProjects']);
+  await readOwnedEnvironment(deps.db, caller, address);
+  const entries = await readJournal(deps.db, address.environmentId);
+  await requirePermissions(deps.authority, caller, address.projectId, ['ReadProjects']);
+  return entries.map((e) => ({
+    revision: e.revision,
+    event: visible(e.event),
+    from: e.fromState,
+    to: e.toState,
+    actor: e.actor,
+    recordedAt: new Date(e.recordedAt).toISOString(),
+  }));
+}
