@@ -78,9 +78,9 @@ async function reserveLease(
 
 async function recordLease(tx: Queryable, row: EnvironmentRow, record: LeaseRecord) {
   await updateLease(tx, { environmentId: row.environmentId, ...record, revision: row.revision });
-  // Detach only once the provider confirmed release (receipt) or proved nothing was created (Failed).
-  const confirmedGone =
-    (record.state === 'Released' && record.releaseReceipt !== null) || record.state === 'Failed';
+  // Released is reached only on exact proof (a release receipt, or an exact listOwned showing the
+  // resource absent); Failed only when the provider proved nothing was created. Then detach.
+  const confirmedGone = record.state === 'Released' || record.state === 'Failed';
   if (confirmedGone) {
     const { rows } = await tx.query<{ volumeId: string }>(
       `SELECT workspace->>'volumeId' AS "volumeId" FROM sandbox_leases WHERE environment_id = $1 AND resource_generation = $2`,

@@ -2,6 +2,7 @@
 // release until an exact lookup resolves it. Invariant 5: a failed lookup (a 5xx on release) is
 // never taken for absence: the lease waits in ReconciliationRequired with the resource still there.
 import { describe, expect, it } from 'vitest';
+import { readVolume } from '../../store/workspaces.ts';
 import { backends } from '../support/databases.ts';
 import type { Harness } from '../support/harness.ts';
 import {
@@ -229,6 +230,8 @@ describe('abandoning a lease that waits for reconciliation (postgres)', () => {
     }
     await waitForLease(h, s, (l) => l['state'] === 'Released', 3_000);
     expect(await h.provider.countResources({})).toBe(0);
+    // Released on exact proof, receipt or listOwned absence alike: the Workspace is free again.
+    expect((await readVolume(h.db, s.volume.volumeId))?.state).toBe('Available');
   };
 
   it('releases the lease after a timed-out provision', async () => {
