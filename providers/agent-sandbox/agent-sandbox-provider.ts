@@ -1,0 +1,113 @@
+// The SandboxProvider over Kubernetes Agent Sandbox (extensions.agents.x-k8s.io/v1beta1). Every call
+// first checks its budget, parses the lease's options snapshot, and compares the snapshot's cluster
+// pin with the live cluster's, refusing before any request when they differ; all reads and writes
+// then follow the snapshot (namespace, image, runtime class…), never this process's current settings.
+import type { KubeConfig } from './client-node.ts';
+import { definitive, ProviderError, uncertain } from '../errors.ts';
+import type {
+  CallOptions,
+  DescribeResult,
+  OwnedQuery,
+  ProviderIdentity,
+  ProviderOptionsSnapshot,
+  ProviderResource,
+  ProvisionRequest,
+  ReleaseReceipt,
+  ReleaseRequest,
+  ResourceRef,
+  SandboxProvider,
+} from '../provider.ts';
+import { checkBudget } from './call-budget.ts';
+import { agentSandboxIdentity } from './identity.ts';
+import { clusterPinOf } from './cluster-pin.ts';
+import { KubeClient } from './kube-client.ts';
+import { describe, listOwned } from './list-owned.ts';
+import type { AdapterContext } from './observe.ts';
+import { parseSnapshot, snapshotOf, type AgentSandboxSnapshot } from './options-snapshot.ts';
+import type { AgentSandboxOptions } from './options.ts';
+import { provision } from './provision.ts';
+import { release } from './release.ts';
+
+export interface AgentSandboxProviderDeps {
+  options: AgentSandboxOptions;
+  /** Must select an https:// cluster with a CA to pin; checked (and pinned) at construction. */
+  kubeConfig: KubeConfig;
+}
+
+type Operation = 'provision' | 'describe' | 'listOwned' | 'release';
+
+export class AgentSandboxProvider implements SandboxProvider {
+  readonly identity: ProviderIdentity;
+  private readonly kubeConfig: KubeConfig;
+  private readonly kube: KubeClient;
+  private readonly snapshot: AgentSandboxSnapshot;
+
+  constructor(deps: AgentSandboxProviderDeps) {
+    this.identity = agentSandboxIdentity(deps.options.optionsRevision);
+    this.kubeConfig = deps.kubeConfig;
+    // Throws ClusterTrustError for http://, insecure-skip-tls-verify or no CA: refused at start-up.
+    this.snapshot = snapshotOf(deps.options, clusterPinOf(deps.kubeConfig));
+    this.kube = new KubeClient(deps.kubeConfig);
+  }
+
+  optionsSnapshot(): ProviderOptionsSnapshot {
+    return { ...this.snapshot };
+  }
+
+  provision(request: ProvisionRequest, options: CallOptions): Promise<ProviderResource> {
+    return this.call('provision', request.options, options, (context) =>
+      provision(context, request, options),
+    );
+  }
+
+  describe(ref: ResourceRef, options: CallOptions): Promise<DescribeResult> {
+    return this.call('describe', ref.options, options, (context) => describe(context, ref, options));
+  }
+
+  listOwned(query: OwnedQuery, options: CallOptions): Promise<ProviderResource[]> {
+    return this.call('listOwned', query.options, options, (context) => listOwned(context, query, options));
+  }
+
+  release(request: ReleaseRequest, options: CallOptions): Promise<ReleaseReceipt> {
+    return this.call('release', request.options, options, (context) => release(context, request, options));
+  }
+
+  private async call<T>(
+    operation: Operation,
+    snapshot: ProviderOptionsSnapshot,
+    options: CallOptions,
+    run: (context: AdapterContext) => Promise<T>,
+  ): Promise<T> {
+    let result: T;
+    try {
+      checkBudget(options, operation);
+      const context = { kube: this.kube, snapshot: this.pinned(snapshot) };
+      result = await run(context);
+    } catch (error) {
+      if (error instanceof ProviderError) throw error;
+      throw uncertain('adapter-error', `Agent Sandbox ${operation} failed unexpectedly`, error);
+    }
+    // An answer that arrives after the caller gave up is not one it can rely on.
+    checkBudget(options, operation);
+    return result;
+  }
+
+  /** The lease's snapshot, once its cluster pin matches the live cluster's (before any request). */
+  private pinned(raw: ProviderOptionsSnapshot): AgentSandboxSnapshot {
+    const snapshot = parseSnapshot(raw);
+    let live: string;
+    try {
+      live = clusterPinOf(this.kubeConfig);
+    } catch (error) {
+      throw uncertain('cluster-pin-unavailable', 'The live cluster pin cannot be computed', error);
+    }
+    if (live !== snapshot.clusterPin) {
+      throw definitive(
+        'cluster-pin-mismatch',
+        `The lease's objects live in cluster ${snapshot.clusterPin.slice(0, 12)}…, ` +
+          `but this process talks to cluster ${live.slice(0, 12)}…; refusing to act on another cluster`,
+      );
+    }
+    return snapshot;
+  }
+}

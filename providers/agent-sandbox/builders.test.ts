@@ -1,0 +1,168 @@
+// The objects the adapter creates, checked against the real CRD schemas (read at run time from the
+// shared reference directory) with unknown fields refused, as the API server does under Strict.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { newOwner } from '../contract/contract-subject.ts';
+import { buildClaim, buildPool, buildTemplate, type Blueprint } from './builders.ts';
+import { field, type KubeObject } from './kube-object.ts';
+import { isLabelValue, LABELS, objectNames } from './names.ts';
+import { snapshotOf } from './options-snapshot.ts';
+import { loadAgentSandboxOptions } from './options.ts';
+import { validEnv } from './fixtures.ts';
+import { validateClaim, validatePool, validateTemplate } from './validate-objects.ts';
+
+const CRDS = fileURLToPath(new URL('../../../shared/reference/agent-sandbox-crds/', import.meta.url));
+
+/** Objects admit only declared properties unless the schema preserves unknown fields. */
+function strict(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(strict);
+  if (typeof node !== 'object' || node === null) return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    out[key] =
+      key === 'properties'
+        ? Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, strict(v)]))
+        : strict(value);
+  }
+  const schema = node as Record<string, unknown>;
+  if (
+    schema.type === 'object' &&
+    schema['x-kubernetes-preserve-unknown-fields'] !== true &&
+    schema.additionalProperties === undefined
+  ) {
+    out.additionalProperties = false;
+  }
+  return out;
+}
+
+const ajv = new Ajv({
+  strict: false,
+  allErrors: true,
+  validateFormats: false,
+  unicodeRegExp: false,
+  code: { optimize: false },
+});
+
+function validatorFor(file: string): ValidateFunction {
+  const crd = parse(readFileSync(CRDS + file, 'utf8')) as {
+    spec: {
+      group: string;
+      versions: { name: string; schema: { openAPIV3Schema: Record<string, unknown> } }[];
+    };
+  };
+  const version = crd.spec.versions.find((v) => v.name === 'v1beta1');
+  if (version === undefined) throw new Error(`${file} serves no v1beta1`);
+  const schema = strict(version.schema.openAPIV3Schema) as Record<string, unknown>;
+  // ObjectMeta is validated by the API server outside the CRD schema.
+  schema.properties = { ...(schema.properties as object), metadata: { type: 'object' } };
+  return ajv.compile(schema);
+}
+
+const validators = {
+  SandboxTemplate: validatorFor('extensions.agents.x-k8s.io_sandboxtemplates.yaml'),
+  SandboxWarmPool: validatorFor('extensions.agents.x-k8s.io_sandboxwarmpools.yaml'),
+  SandboxClaim: validatorFor('extensions.agents.x-k8s.io_sandboxclaims.yaml'),
+};
+
+function schemaErrors(object: KubeObject): string[] {
+  const validate = validators[object.kind as keyof typeof validators];
+  return validate(structuredClone(object))
+    ? []
+    : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message ?? ''}`);
+}
+
+const owner = newOwner({ operationId: `op_${'q'.repeat(32)}`, resourceGeneration: 4, providerFence: 4 });
+const snapshot = snapshotOf(
+  loadAgentSandboxOptions(validEnv(), () => true),
+  'c'.repeat(64),
+);
+const blueprint: Blueprint = {
+  owner,
+  names: objectNames(owner.operationId),
+  snapshot,
+  workspace: {
+    pvcName: 'vol-0123abcd',
+    pvcUid: '6a1e0c1e-0000-4000-8000-000000000001',
+    resourceGeneration: 4,
+    dataGeneration: 0,
+    mountPath: '/workspace',
+    readOnly: false,
+  },
+  networkPolicyGeneration: 7,
+};
+
+describe('object builders', () => {
+  it.each([
+    ['SandboxTemplate', buildTemplate(blueprint)],
+    ['SandboxWarmPool', buildPool(blueprint)],
+    ['SandboxClaim', buildClaim(blueprint)],
+  ])('build a %s the v1beta1 CRD schema accepts', (kind, object) => {
+    expect(object.kind).toBe(kind);
+    expect(object.apiVersion).toBe('extensions.agents.x-k8s.io/v1beta1');
+    expect(schemaErrors(object)).toEqual([]);
+  });
+
+  it('would catch a field the schema does not know', () => {
+    const claim = buildClaim(blueprint);
+    expect(schemaErrors({ ...claim, spec: { ...claim.spec, priority: 1 } })).not.toEqual([]);
+  });
+
+  it('stamp every ownership label, each a valid label value, on every object', () => {
+    for (const object of [buildTemplate(blueprint), buildPool(blueprint), buildClaim(blueprint)]) {
+      const labels = object.metadata?.labels ?? {};
+      expect(labels[LABELS.ownerHash]).toBe(owner.ownerHash);
+      expect(labels[LABELS.lifecycleGeneration]).toBe('1');
+      expect(labels[LABELS.resourceGeneration]).toBe('4');
+      expect(labels[LABELS.providerFence]).toBe('4');
+      expect(labels[LABELS.operationId]).toBe(owner.operationId);
+      for (const value of Object.values(labels)) expect(isLabelValue(value)).toBe(true);
+      expect(object.metadata?.namespace).toBe(snapshot.namespace);
+    }
+  });
+
+  it('pin the template: no token, no env injection, the runtime class, the PVC, resources as limits', () => {
+    const spec = buildTemplate(blueprint).spec;
+    const pod = field(spec, 'podTemplate', 'spec');
+    const container = field(pod, 'containers', '0');
+    expect(field(spec, 'envVarsInjectionPolicy')).toBe('Disallowed');
+    expect(field(pod, 'automountServiceAccountToken')).toBe(false);
+    expect(field(pod, 'runtimeClassName')).toBe(snapshot.runtimeClassName);
+    expect(field(pod, 'volumes', '0', 'persistentVolumeClaim')).toEqual({
+      claimName: 'vol-0123abcd',
+      readOnly: false,
+    });
+    expect(field(container, 'resources', 'requests')).toEqual(field(container, 'resources', 'limits'));
+    expect(field(container, 'securityContext')).toMatchObject({
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(field(spec, 'podTemplate', 'metadata', 'labels')).toMatchObject({
+      [LABELS.networkPolicyGeneration]: '7',
+      [LABELS.ownerHash]: owner.ownerHash,
+    });
+  });
+
+  it('make a zero-replica pool naming the template and a DeleteForeground claim naming the pool', () => {
+    expect(buildPool(blueprint).spec).toEqual({
+      replicas: 0,
+      sandboxTemplateRef: { name: blueprint.names.template },
+    });
+    expect(buildClaim(blueprint).spec).toEqual({
+      warmPoolRef: { name: blueprint.names.pool },
+      lifecycle: { shutdownPolicy: 'DeleteForeground' },
+    });
+  });
+
+  it('pass their own read-back validation (with server-set UIDs)', () => {
+    const withUid = (object: KubeObject) => ({ ...object, metadata: { ...object.metadata, uid: 'u-1' } });
+    expect(validateTemplate(withUid(buildTemplate(blueprint)), owner, blueprint.names, snapshot)).toEqual({
+      workspace: blueprint.workspace,
+      networkPolicyGeneration: 7,
+    });
+    expect(() => validatePool(withUid(buildPool(blueprint)), owner, blueprint.names)).not.toThrow();
+    expect(validateClaim(withUid(buildClaim(blueprint)), owner, blueprint.names)).toBe('u-1');
+  });
+});

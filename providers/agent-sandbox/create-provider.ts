@@ -1,0 +1,32 @@
+// Composition helpers: settings from the environment, a KubeConfig from KUBECONFIG or the in-cluster
+// service account (token re-read from its file, CA from its file), and the provider built from both.
+import { KubeConfig } from './client-node.ts';
+import { AgentSandboxProvider } from './agent-sandbox-provider.ts';
+import { loadAgentSandboxOptions, type KubernetesConnection } from './options.ts';
+
+export function kubeConfigFor(connection: KubernetesConnection): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  if (connection.kind === 'kubeconfig') {
+    kubeConfig.loadFromFile(connection.path);
+    return kubeConfig;
+  }
+  kubeConfig.loadFromClusterAndUser(
+    { name: 'in-cluster', server: connection.server, caFile: connection.caFile, skipTLSVerify: false },
+    {
+      name: 'service-account',
+      authProvider: { name: 'tokenFile', config: { tokenFile: connection.tokenFile } },
+    },
+  );
+  return kubeConfig;
+}
+
+/**
+ * The provider as `cli/compose.ts` builds it: throws AgentSandboxOptionsError naming every bad
+ * variable, or ClusterTrustError when the cluster is not reached over verified HTTPS with a CA to pin.
+ */
+export function createAgentSandboxProvider(
+  env: Readonly<Record<string, string | undefined>>,
+): AgentSandboxProvider {
+  const options = loadAgentSandboxOptions(env);
+  return new AgentSandboxProvider({ options, kubeConfig: kubeConfigFor(options.connection) });
+}

@@ -1,0 +1,151 @@
+// Test support: the adapter wired to a fake Kubernetes API (test/fakes/kube-api, passed in by the
+// test so this layer never imports test code), with the cluster objects a real installation would
+// already hold: the VM RuntimeClass, and each Workspace PVC, Bound and annotated, which in production
+// the Workspace storage lifecycle provisions before any Sandbox asks for it.
+import type { ProvisionRequest, SandboxProvider } from '../provider.ts';
+import { AgentSandboxProvider } from './agent-sandbox-provider.ts';
+import { KubeConfig } from './client-node.ts';
+import { P, validEnv } from './fixtures.ts';
+import { ANNOTATIONS, pvcNameOf } from './names.ts';
+import { loadAgentSandboxOptions } from './options.ts';
+
+interface Ref {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
+/** What the harness needs of the fake (FakeKubeApi satisfies it). */
+export interface FakeClusterLike {
+  kubeconfig(options?: { namespace?: string; caPem?: string; token?: string }): string;
+  objects: {
+    put(object: { apiVersion: string; kind: string; metadata: { name: string } }): unknown;
+    list(
+      type: { apiVersion: string; kind: string },
+      options?: { namespace?: string },
+    ): { metadata: { name: string } }[];
+    remove(ref: Ref): boolean;
+  };
+}
+
+export const NAMESPACE = 'sandlot-test';
+export const RUNTIME_CLASS_NAME = 'kata-vm-isolation';
+export const RUNTIME_HANDLER = 'kata';
+
+const EXT = 'extensions.agents.x-k8s.io/v1beta1';
+
+/** Exact references into the fake's store, in the test namespace. */
+export const refs = {
+  claim: (name: string) => ({ apiVersion: EXT, kind: 'SandboxClaim', namespace: NAMESPACE, name }),
+  pool: (name: string) => ({ apiVersion: EXT, kind: 'SandboxWarmPool', namespace: NAMESPACE, name }),
+  template: (name: string) => ({ apiVersion: EXT, kind: 'SandboxTemplate', namespace: NAMESPACE, name }),
+  sandbox: (name: string) => ({
+    apiVersion: 'agents.x-k8s.io/v1beta1',
+    kind: 'Sandbox',
+    namespace: NAMESPACE,
+    name,
+  }),
+  pod: (name: string) => ({ apiVersion: 'v1', kind: 'Pod', namespace: NAMESPACE, name }),
+  pvc: (request: ProvisionRequest) => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    namespace: NAMESPACE,
+    name: pvcNameOf(request.workspace.volumeId) ?? '',
+  }),
+};
+
+/** Empties the test namespace, so each case starts clean (the fake's passes grow with its objects). */
+export function wipeNamespace(fake: FakeClusterLike): void {
+  const kinds = [
+    [EXT, 'SandboxClaim'],
+    [EXT, 'SandboxWarmPool'],
+    [EXT, 'SandboxTemplate'],
+    ['agents.x-k8s.io/v1beta1', 'Sandbox'],
+    ['v1', 'Pod'],
+    ['v1', 'PersistentVolumeClaim'],
+  ] as const;
+  for (const [apiVersion, kind] of kinds) {
+    for (const object of fake.objects.list({ apiVersion, kind }, { namespace: NAMESPACE })) {
+      fake.objects.remove({ apiVersion, kind, namespace: NAMESPACE, name: object.metadata.name });
+    }
+  }
+}
+
+export function runtimeClassObject(handler = RUNTIME_HANDLER) {
+  return {
+    apiVersion: 'node.k8s.io/v1',
+    kind: 'RuntimeClass',
+    metadata: { name: RUNTIME_CLASS_NAME },
+    handler,
+  };
+}
+
+/** The Workspace PVC a request names, as the storage lifecycle leaves it: Bound, annotated. */
+export function workspacePvcObject(request: ProvisionRequest, annotations: Record<string, string> = {}) {
+  const name = pvcNameOf(request.workspace.volumeId);
+  if (name === undefined) throw new Error(`volume ${request.workspace.volumeId} has no PVC name`);
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name,
+      namespace: NAMESPACE,
+      annotations: {
+        [ANNOTATIONS.environmentId]: request.owner.environmentId,
+        [ANNOTATIONS.volumeResourceGeneration]: String(request.workspace.resourceGeneration),
+        [ANNOTATIONS.volumeDataGeneration]: String(request.workspace.dataGeneration),
+        ...annotations,
+      },
+    },
+    spec: {
+      accessModes: ['ReadWriteMany'],
+      resources: { requests: { storage: '8Gi' } },
+      storageClassName: 'azurefile-csi',
+      volumeName: `pv-${name}`,
+    },
+    status: { phase: 'Bound' },
+  };
+}
+
+export function kubeConfigOf(fake: FakeClusterLike, caPem?: string): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(fake.kubeconfig(caPem === undefined ? { namespace: NAMESPACE } : { caPem }));
+  return kubeConfig;
+}
+
+/** The production adapter against the fake, with short deletion bounds so tests stay quick. */
+export function adapterOn(
+  fake: FakeClusterLike,
+  settings: Record<string, string> = {},
+  kubeConfig = kubeConfigOf(fake),
+): AgentSandboxProvider {
+  const env = validEnv({
+    [`${P}NAMESPACE`]: NAMESPACE,
+    [`${P}RUNTIME_CLASS_NAME`]: RUNTIME_CLASS_NAME,
+    [`${P}EXPECTED_RUNTIME_HANDLER`]: RUNTIME_HANDLER,
+    [`${P}RECONCILIATION_TIMEOUT_SECONDS`]: '10',
+    [`${P}POLL_INTERVAL_MILLISECONDS`]: '50',
+    ...settings,
+  });
+  return new AgentSandboxProvider({ options: loadAgentSandboxOptions(env, () => true), kubeConfig });
+}
+
+/** Plants each request's Workspace PVC (once) before provisioning, as the storage lifecycle would. */
+export function withWorkspaces(fake: FakeClusterLike, provider: SandboxProvider): SandboxProvider {
+  const planted = new Set<string>();
+  return {
+    identity: provider.identity,
+    optionsSnapshot: () => provider.optionsSnapshot(),
+    provision: (request, options) => {
+      if (!planted.has(request.workspace.volumeId)) {
+        planted.add(request.workspace.volumeId);
+        fake.objects.put(workspacePvcObject(request));
+      }
+      return provider.provision(request, options);
+    },
+    describe: (ref, options) => provider.describe(ref, options),
+    listOwned: (query, options) => provider.listOwned(query, options),
+    release: (request, options) => provider.release(request, options),
+  };
+}

@@ -1,0 +1,206 @@
+// The adapter's only door to the API server, over client-node's generated clients (no hand-written
+// HTTP). Each method takes the call's budget: its signal (aborted at the deadline too) is set on the
+// request. Errors come back classified (kube-errors.ts); a 404 on an exact get is `null`, never a
+// guess; a list that arrives in pages is refused, because a partial list must never pass for all.
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  NodeV1Api,
+  Observable,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type ObservableMiddleware,
+  type V1PersistentVolumeClaim,
+  type V1Pod,
+  type V1RuntimeClass,
+} from './client-node.ts';
+import { uncertain } from '../errors.ts';
+import type { CallOptions } from '../provider.ts';
+import { cancelled, checkBudget, requestSignal, timedOut } from './call-budget.ts';
+import { isAlreadyExists, isNotFound, mapKubeError, statusOf, type Verb } from './kube-errors.ts';
+import { asObject, type KubeObject } from './kube-object.ts';
+import { CORE_GROUP, GROUP, VERSION } from './names.ts';
+
+export type CustomKind = 'SandboxTemplate' | 'SandboxWarmPool' | 'SandboxClaim' | 'Sandbox';
+
+const PLURALS: Record<CustomKind, { group: string; plural: string }> = {
+  SandboxTemplate: { group: GROUP, plural: 'sandboxtemplates' },
+  SandboxWarmPool: { group: GROUP, plural: 'sandboxwarmpools' },
+  SandboxClaim: { group: GROUP, plural: 'sandboxclaims' },
+  Sandbox: { group: CORE_GROUP, plural: 'sandboxes' },
+};
+
+export type CreateResult = { created: true; object: KubeObject } | { created: false };
+export type DeleteResult = 'deleting' | 'absent' | 'uid-changed';
+
+export class KubeClient {
+  private readonly custom: CustomObjectsApi;
+  private readonly core: CoreV1Api;
+  private readonly node: NodeV1Api;
+
+  constructor(kubeConfig: KubeConfig) {
+    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.node = kubeConfig.makeApiClient(NodeV1Api);
+  }
+
+  getCustom(
+    kind: CustomKind,
+    namespace: string,
+    name: string,
+    call: CallOptions,
+  ): Promise<KubeObject | null> {
+    const { group, plural } = PLURALS[kind];
+    return this.exact(`${kind}`, name, call, async (options) =>
+      asObject(
+        await this.custom.getNamespacedCustomObject(
+          { group, version: VERSION, namespace, plural, name },
+          options,
+        ),
+      ),
+    );
+  }
+
+  /** `created: false` means AlreadyExists: the caller reads the object and checks it is ours. */
+  async createCustom(
+    kind: CustomKind,
+    namespace: string,
+    body: KubeObject,
+    call: CallOptions,
+  ): Promise<CreateResult> {
+    const { group, plural } = PLURALS[kind];
+    const what = `${kind} ${body.metadata?.name ?? ''}`;
+    return this.request('create', what, call, async (options) => {
+      try {
+        const object: unknown = await this.custom.createNamespacedCustomObject(
+          { group, version: VERSION, namespace, plural, body, fieldValidation: 'Strict' },
+          options,
+        );
+        return { created: true, object: asObject(object) };
+      } catch (error) {
+        if (isAlreadyExists(error)) return { created: false };
+        throw error;
+      }
+    });
+  }
+
+  /** Every object matching `labelSelector`, from one complete (unpaged) list. */
+  listCustom(
+    kind: CustomKind,
+    namespace: string,
+    labelSelector: string,
+    call: CallOptions,
+  ): Promise<KubeObject[]> {
+    const { group, plural } = PLURALS[kind];
+    return this.request('list', `${kind} list`, call, async (options) => {
+      const list = asObject(
+        await this.custom.listNamespacedCustomObject(
+          { group, version: VERSION, namespace, plural, labelSelector },
+          options,
+        ),
+      ) as { metadata?: { continue?: string; remainingItemCount?: number }; items?: unknown };
+      if (
+        list.metadata?.continue ||
+        (list.metadata?.remainingItemCount ?? 0) > 0 ||
+        !Array.isArray(list.items)
+      ) {
+        throw uncertain('partial-list', `Kubernetes returned a partial ${kind} list`);
+      }
+      return (list.items as unknown[]).map(asObject);
+    });
+  }
+
+  /** Deletes with a UID precondition, so a same-named replacement is never deleted by mistake. */
+  deleteCustom(
+    kind: CustomKind,
+    namespace: string,
+    name: string,
+    uid: string,
+    propagationPolicy: 'Foreground' | 'Background',
+    call: CallOptions,
+  ): Promise<DeleteResult> {
+    const { group, plural } = PLURALS[kind];
+    return this.request('delete', `${kind} ${name}`, call, async (options) => {
+      try {
+        await this.custom.deleteNamespacedCustomObject(
+          {
+            group,
+            version: VERSION,
+            namespace,
+            plural,
+            name,
+            body: { propagationPolicy, preconditions: { uid } },
+          },
+          options,
+        );
+        return 'deleting';
+      } catch (error) {
+        if (isNotFound(error, name)) return 'absent';
+        if (statusOf(error)?.code === 409) return 'uid-changed';
+        throw error;
+      }
+    });
+  }
+
+  getPod(namespace: string, name: string, call: CallOptions): Promise<V1Pod | null> {
+    return this.exact('Pod', name, call, (options) =>
+      this.core.readNamespacedPod({ namespace, name }, options),
+    );
+  }
+
+  getPvc(namespace: string, name: string, call: CallOptions): Promise<V1PersistentVolumeClaim | null> {
+    return this.exact('PersistentVolumeClaim', name, call, (options) =>
+      this.core.readNamespacedPersistentVolumeClaim({ namespace, name }, options),
+    );
+  }
+
+  getRuntimeClass(name: string, call: CallOptions): Promise<V1RuntimeClass | null> {
+    return this.exact('RuntimeClass', name, call, (options) => this.node.readRuntimeClass({ name }, options));
+  }
+
+  private exact<T>(
+    kind: string,
+    name: string,
+    call: CallOptions,
+    send: (o: ConfigurationOptions) => Promise<T>,
+  ): Promise<T | null> {
+    return this.request('read', `${kind} ${name}`, call, async (options) => {
+      try {
+        return await send(options);
+      } catch (error) {
+        if (isNotFound(error, name)) return null;
+        throw error;
+      }
+    });
+  }
+
+  private async request<T>(
+    verb: Verb,
+    what: string,
+    call: CallOptions,
+    send: (options: ConfigurationOptions) => Promise<T>,
+  ): Promise<T> {
+    checkBudget(call, `${verb} of ${what}`);
+    const signal = requestSignal(call);
+    try {
+      return await send(withSignal(signal));
+    } catch (error) {
+      // The request was cut by the caller or by the deadline: say which, not "transport".
+      if (call.signal.aborted) throw cancelled(`${verb} of ${what}`, call.signal);
+      if (signal.aborted) throw timedOut(`${verb} of ${what}`, call.deadline);
+      throw mapKubeError(error, verb, what);
+    }
+  }
+}
+
+/** Per-request options that attach `signal` to the fetch, keeping the configured middleware. */
+function withSignal(signal: AbortSignal): ConfigurationOptions {
+  const middleware: ObservableMiddleware = {
+    pre: (context) => {
+      context.setSignal(signal);
+      return new Observable(Promise.resolve(context));
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
+  };
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
+}

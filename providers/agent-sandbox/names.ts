@@ -1,0 +1,96 @@
+// Kubernetes names and label keys of the Agent Sandbox adapter. Every name derives from the operation
+// ID alone, so a retried or concurrent provision of one operation meets the same objects
+// (AlreadyExists) instead of making a second set.
+import { createHash } from 'node:crypto';
+
+export const GROUP = 'extensions.agents.x-k8s.io';
+export const CORE_GROUP = 'agents.x-k8s.io';
+export const VERSION = 'v1beta1';
+
+export const LABELS = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  ownerHash: 'sandlot.dev/owner-hash',
+  lifecycleGeneration: 'sandlot.dev/lifecycle-generation',
+  resourceGeneration: 'sandlot.dev/resource-generation',
+  providerFence: 'sandlot.dev/provider-fence',
+  operationId: 'sandlot.dev/operation-id',
+  networkPolicyGeneration: 'sandlot.dev/network-policy-generation',
+} as const;
+
+export const MANAGED_BY = 'sandlot';
+
+/** Owner fields too long or too free-form for a label value ride in annotations. */
+export const ANNOTATIONS = {
+  tenantId: 'sandlot.dev/tenant-id',
+  projectId: 'sandlot.dev/project-id',
+  runId: 'sandlot.dev/run-id',
+  environmentId: 'sandlot.dev/environment-id',
+  volumeResourceGeneration: 'sandlot.dev/volume-resource-generation',
+  volumeDataGeneration: 'sandlot.dev/volume-data-generation',
+  workspacePvc: 'sandlot.dev/workspace-pvc',
+  workspacePvcUid: 'sandlot.dev/workspace-pvc-uid',
+  workspaceMountPath: 'sandlot.dev/workspace-mount-path',
+  workspaceReadOnly: 'sandlot.dev/workspace-read-only',
+} as const;
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+export const isDnsLabel = (value: string): boolean => value.length <= 63 && DNS_LABEL.test(value);
+export const isLabelValue = (value: string): boolean => value.length <= 63 && LABEL_VALUE.test(value);
+
+// Lower-case RFC 4648 base32 without padding: only [a-z2-7], so always valid in a DNS label.
+const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+
+export function base32(bytes: Uint8Array): string {
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const byte of bytes) {
+    value = ((value << 8) | byte) & 0xffff;
+    bits += 8;
+    while (bits >= 5) {
+      out += alphabet[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += alphabet[(value << (5 - bits)) & 31];
+  return out;
+}
+
+export interface ObjectNames {
+  claim: string;
+  template: string;
+  pool: string;
+}
+
+/**
+ * `sl-` + base32 of the first 20 bytes of SHA-256(operation ID): operation IDs of any length map to
+ * a fixed 35-character stem, so the pool (40) and the Pod and Sandbox named after the claim stay
+ * within a 63-character DNS label.
+ */
+export function objectNames(operationId: string): ObjectNames {
+  const digest = createHash('sha256').update(`sandlot.agent-sandbox.v1\0${operationId}`).digest();
+  const claim = `sl-${base32(digest.subarray(0, 20))}`;
+  return { claim, template: `${claim}-tpl`, pool: `${claim}-pool` };
+}
+
+/** The Workspace PVC of a volume: `vol_<hex>` → `vol-<hex>`; anything that is not a DNS label is refused. */
+export function pvcNameOf(volumeId: string): string | undefined {
+  if (!/^vol[_-][a-z0-9_-]+$/.test(volumeId)) return undefined;
+  const name = volumeId.replaceAll('_', '-');
+  return isDnsLabel(name) ? name : undefined;
+}
+
+/** The resource ID the port sees: the claim's name and UID, so a re-created claim is a new resource. */
+export function resourceIdOf(claimName: string, claimUid: string): string {
+  return `${claimName}/${claimUid}`;
+}
+
+const UID = /^[A-Za-z0-9-]{1,128}$/;
+
+export function parseResourceId(resourceId: string): { name: string; uid: string } | undefined {
+  const [name, uid, ...rest] = resourceId.split('/');
+  if (name === undefined || uid === undefined || rest.length > 0) return undefined;
+  return isDnsLabel(name) && UID.test(uid) ? { name, uid } : undefined;
+}

@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { parseSnapshot, snapshotOf } from './options-snapshot.ts';
+import { AgentSandboxOptionsError, loadAgentSandboxOptions } from './options.ts';
+import { DIGEST, P, validEnv } from './fixtures.ts';
+
+const exists = () => true;
+
+function problemsOf(env: Record<string, string | undefined>, fileExists: (p: string) => boolean = exists) {
+  try {
+    loadAgentSandboxOptions(env, fileExists);
+  } catch (error) {
+    expect(error).toBeInstanceOf(AgentSandboxOptionsError);
+    return Object.fromEntries(
+      (error as AgentSandboxOptionsError).problems.map((p) => [p.variable, p.reason]),
+    );
+  }
+  throw new Error('expected the settings to be refused');
+}
+
+describe('loadAgentSandboxOptions', () => {
+  it('reads every setting', () => {
+    const options = loadAgentSandboxOptions(validEnv(), exists);
+    expect(options).toMatchObject({
+      optionsSchemaVersion: 2,
+      optionsRevision: 'rev-2024.06_1',
+      namespace: 'sandboxes',
+      containerImageCompressedPullBytes: 734003200,
+      cpuRequest: '500m',
+      memoryRequest: '2Gi',
+      reconciliationTimeoutSeconds: 120,
+      pollIntervalMilliseconds: 250,
+      connection: { kind: 'kubeconfig', path: '/etc/sandlot/kubeconfig' },
+    });
+  });
+
+  it('names every bad variable in one error', () => {
+    const env = validEnv({
+      [`${P}OPTIONS_SCHEMA_VERSION`]: '1',
+      [`${P}OPTIONS_REVISION`]: 'has space',
+      [`${P}NAMESPACE`]: 'Not_A_Label',
+      [`${P}WORKSPACE_STORAGE_PROVIDER_ID`]: 'nfs',
+      [`${P}CONTAINER_IMAGE`]: 'registry.example.com/agenthost:latest',
+      [`${P}CONTAINER_IMAGE_PLATFORM`]: 'linux/arm64',
+      [`${P}CONTAINER_IMAGE_COMPRESSED_PULL_BYTES`]: '0',
+      [`${P}CPU_REQUEST`]: '1000',
+      [`${P}MEMORY_REQUEST`]: '1Mi',
+      [`${P}RECONCILIATION_TIMEOUT_SECONDS`]: '3601',
+      [`${P}POLL_INTERVAL_MILLISECONDS`]: '10',
+      [`${P}RUNTIME_CLASS_NAME`]: undefined,
+    });
+    const problems = problemsOf(env);
+    expect(Object.keys(problems).sort()).toEqual(
+      [
+        'OPTIONS_SCHEMA_VERSION',
+        'OPTIONS_REVISION',
+        'NAMESPACE',
+        'WORKSPACE_STORAGE_PROVIDER_ID',
+        'CONTAINER_IMAGE',
+        'CONTAINER_IMAGE_PLATFORM',
+        'CONTAINER_IMAGE_COMPRESSED_PULL_BYTES',
+        'CPU_REQUEST',
+        'MEMORY_REQUEST',
+        'RECONCILIATION_TIMEOUT_SECONDS',
+        'POLL_INTERVAL_MILLISECONDS',
+        'RUNTIME_CLASS_NAME',
+      ]
+        .map((name) => P + name)
+        .sort(),
+    );
+    expect(problems[`${P}RUNTIME_CLASS_NAME`]).toBe('required');
+    expect(problems[`${P}OPTIONS_SCHEMA_VERSION`]).toBe('must be 2');
+  });
+
+  it.each([
+    ['a tag instead of a digest', 'registry.example.com/agenthost:1.2'],
+    ['a short digest', 'registry.example.com/agenthost@sha256:abc'],
+    ['a tag and a digest', `registry.example.com/agenthost:1.2@sha256:${DIGEST}`],
+    ['no registry path', `agenthost@sha256:${DIGEST}`],
+  ])('refuses an image with %s', (_case, image) => {
+    expect(problemsOf(validEnv({ [`${P}CONTAINER_IMAGE`]: image }))).toHaveProperty(`${P}CONTAINER_IMAGE`);
+  });
+
+  it.each(['10m', '0.5', '64', '2'])('accepts CPU %s', (cpu) => {
+    expect(loadAgentSandboxOptions(validEnv({ [`${P}CPU_REQUEST`]: cpu }), exists).cpuRequest).toBe(cpu);
+  });
+
+  it.each(['9m', '65', '1.2345', '-1', '1e3'])('refuses CPU %s', (cpu) => {
+    expect(problemsOf(validEnv({ [`${P}CPU_REQUEST`]: cpu }))).toHaveProperty(`${P}CPU_REQUEST`);
+  });
+
+  it('needs KUBECONFIG or an in-cluster service account, and never NODE_TLS_REJECT_UNAUTHORIZED=0', () => {
+    expect(problemsOf(validEnv({ KUBECONFIG: undefined }))).toHaveProperty('KUBECONFIG');
+    expect(problemsOf(validEnv(), () => false)).toEqual({ KUBECONFIG: 'file not found' });
+    expect(problemsOf(validEnv({ NODE_TLS_REJECT_UNAUTHORIZED: '0' }))).toHaveProperty(
+      'NODE_TLS_REJECT_UNAUTHORIZED',
+    );
+    const inCluster = validEnv({ KUBECONFIG: undefined, KUBERNETES_SERVICE_HOST: '10.0.0.1' });
+    expect(loadAgentSandboxOptions(inCluster, exists).connection).toEqual({
+      kind: 'in-cluster',
+      server: 'https://10.0.0.1:443',
+      tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+      caFile: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+    });
+    expect(problemsOf(inCluster, () => false)).toHaveProperty('KUBERNETES_SERVICE_HOST');
+  });
+});
+
+describe('options snapshot', () => {
+  const pin = 'b'.repeat(64);
+
+  it('carries what a lease needs and the cluster pin, and never a credential', () => {
+    const snapshot = snapshotOf(loadAgentSandboxOptions(validEnv(), exists), pin);
+    expect(snapshot).toMatchObject({ namespace: 'sandboxes', clusterPin: pin, cpu: '500m', memory: '2Gi' });
+    expect(JSON.stringify(snapshot)).not.toMatch(/token|kubeconfig|password|secret/i);
+    expect(parseSnapshot(JSON.parse(JSON.stringify(snapshot)) as Record<string, unknown>)).toEqual(snapshot);
+  });
+
+  it('refuses a snapshot the adapter did not write, definitively', () => {
+    const snapshot = snapshotOf(loadAgentSandboxOptions(validEnv(), exists), pin);
+    for (const bad of [
+      {},
+      { ...snapshot, namespace: 'Bad_NS' },
+      { ...snapshot, extra: 1 },
+      { ...snapshot, clusterPin: 'x' },
+    ]) {
+      expect(() => parseSnapshot(bad)).toThrow(expect.objectContaining({ kind: 'definitive' }));
+    }
+  });
+});

@@ -1,0 +1,216 @@
+// The HTTP face of the fake: parses Kubernetes REST paths, checks the bearer token, records every
+// request, applies injected faults and answers with JSON objects or `Status` failures.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { KubeApi } from './api-server.ts';
+import type { DeleteOptions, Deleter, PropagationPolicy } from './deletion.ts';
+import { discovery } from './discovery.ts';
+import { KubeError, badRequest, injected } from './errors.ts';
+import type { FaultPlan, RequestFacts } from './faults.ts';
+import { findResource, type ResourceType } from './resources.ts';
+import { isObject, type RecordedRequest, type Verb } from './types.ts';
+
+export interface RouterDeps {
+  api: KubeApi;
+  deleter: Deleter;
+  faults: FaultPlan;
+  token: string;
+  requests: RecordedRequest[];
+}
+
+interface Target {
+  resource: ResourceType;
+  namespace?: string;
+  name?: string;
+  subresource?: string;
+}
+
+interface Outcome {
+  code: number;
+  body: unknown;
+}
+
+const POLICIES: readonly PropagationPolicy[] = ['Foreground', 'Background', 'Orphan'];
+const PAGE_NOT_FOUND = new KubeError(404, 'NotFound', 'the server could not find the requested resource');
+
+function parseTarget(path: string): Target | undefined {
+  const parts = path
+    .split('/')
+    .filter((p) => p !== '')
+    .map(decodeURIComponent);
+  let rest: string[];
+  let group = '';
+  let version: string | undefined;
+  if (parts[0] === 'api') [version, rest] = [parts[1], parts.slice(2)];
+  else if (parts[0] === 'apis') [group, version, rest] = [parts[1] ?? '', parts[2], parts.slice(3)];
+  else return undefined;
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces' && rest.length >= 3) [namespace, rest] = [rest[1], rest.slice(2)];
+  const [plural, name, subresource, ...extra] = rest;
+  const resource = version && plural ? findResource(group, version, plural) : undefined;
+  if (!resource || extra.length > 0) return undefined;
+  if (namespace !== undefined && !resource.namespaced) return undefined;
+  if (subresource !== undefined && (subresource !== 'status' || !resource.statusSubresource))
+    return undefined;
+  const target: Target = { resource };
+  if (namespace !== undefined) target.namespace = namespace;
+  if (name !== undefined) target.name = name;
+  if (subresource !== undefined) target.subresource = subresource;
+  return target;
+}
+
+function verbOf(method: string, target: Target): Verb | undefined {
+  const named = target.name !== undefined;
+  const needsNamespace = target.resource.namespaced && target.namespace === undefined;
+  switch (method) {
+    case 'GET':
+      return named ? (needsNamespace ? undefined : 'get') : 'list';
+    case 'POST':
+      return named || needsNamespace || target.subresource ? undefined : 'create';
+    case 'PUT':
+      return named && !needsNamespace ? 'replace' : undefined;
+    case 'PATCH':
+      return named && !needsNamespace ? 'patch' : undefined;
+    case 'DELETE':
+      if (target.subresource) return undefined;
+      return named ? (needsNamespace ? undefined : 'delete') : 'deletecollection';
+    default:
+      return undefined;
+  }
+}
+
+function deleteOptions(body: unknown, query: Record<string, string>): DeleteOptions {
+  const options: DeleteOptions = isObject(body) ? body : {};
+  const policy = (query['propagationPolicy'] ?? options.propagationPolicy) as PropagationPolicy | undefined;
+  if (policy !== undefined && !POLICIES.includes(policy)) {
+    throw new KubeError(422, 'Invalid', `propagationPolicy: Unsupported value: "${String(policy)}"`);
+  }
+  const result: DeleteOptions = { ...options };
+  if (policy !== undefined) result.propagationPolicy = policy;
+  if (query['gracePeriodSeconds'] !== undefined)
+    result.gracePeriodSeconds = Number(query['gracePeriodSeconds']);
+  if (query['orphanDependents'] !== undefined) result.orphanDependents = query['orphanDependents'] === 'true';
+  return result;
+}
+
+function dispatch(deps: RouterDeps, verb: Verb, target: Target, request: RecordedRequest): Outcome {
+  const { api, deleter } = deps;
+  const { resource, namespace, subresource } = target;
+  const name = target.name ?? '';
+  const { body, query } = request;
+  if (query['dryRun'] !== undefined) throw badRequest('the fake Kubernetes API does not support dryRun');
+  switch (verb) {
+    case 'get':
+      return { code: 200, body: api.get(resource, namespace, name) };
+    case 'list':
+      if (query['watch'] === 'true' || query['watch'] === '1')
+        throw badRequest('the fake Kubernetes API does not support watch');
+      return { code: 200, body: api.list(resource, namespace, query) };
+    case 'create':
+      return { code: 201, body: api.create(resource, namespace, body) };
+    case 'replace':
+      return { code: 200, body: api.replace(resource, namespace, name, body, subresource) };
+    case 'patch':
+      return {
+        code: 200,
+        body: api.patch(resource, namespace, name, body, request.contentType, subresource),
+      };
+    case 'delete': {
+      const result = deleter.delete(resource, api.get(resource, namespace, name), deleteOptions(body, query));
+      return { code: result.code, body: result.object };
+    }
+    case 'deletecollection': {
+      const listed = api.list(resource, namespace, query)['items'] as {
+        metadata: { namespace?: string; name: string };
+      }[];
+      const options = deleteOptions(body, query);
+      const items = listed.map(
+        (o) =>
+          deleter.delete(resource, api.get(resource, o.metadata.namespace, o.metadata.name), options).object,
+      );
+      return { code: 200, body: { apiVersion: 'v1', kind: `${resource.kind}List`, metadata: {}, items } };
+    }
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, outcome: Outcome): void {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (outcome.code === 429 || outcome.code === 503) headers['retry-after'] = '1';
+  res.writeHead(outcome.code, headers);
+  res.end(JSON.stringify(outcome.body));
+}
+
+function failure(error: unknown): Outcome {
+  const known = error instanceof KubeError ? error : new KubeError(500, 'InternalError', String(error));
+  return { code: known.code, body: known.toStatus() };
+}
+
+async function handle(deps: RouterDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'https://fake-kube-api');
+  const raw = await readBody(req);
+  const request: RecordedRequest = {
+    method: req.method ?? 'GET',
+    path: url.pathname,
+    query: Object.fromEntries(url.searchParams),
+    body: undefined,
+    contentType: req.headers['content-type'],
+  };
+  deps.requests.push(request);
+  const answer = (outcome: Outcome): void => {
+    request.status = outcome.code;
+    send(res, outcome);
+  };
+  if (req.headers.authorization !== `Bearer ${deps.token}`) {
+    return answer(failure(new KubeError(401, 'Unauthorized', 'Unauthorized')));
+  }
+  if (deps.faults.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, deps.faults.delayMs));
+  let parseError: KubeError | undefined;
+  try {
+    request.body = raw === '' ? undefined : (JSON.parse(raw) as unknown);
+  } catch {
+    parseError = badRequest('the request body is not valid JSON');
+  }
+  const document = req.method === 'GET' ? discovery(url.pathname) : undefined;
+  if (document) return answer({ code: 200, body: document });
+  const target = parseTarget(url.pathname);
+  const verb = target ? verbOf(request.method, target) : undefined;
+  if (!target || !verb) return answer(failure(PAGE_NOT_FOUND));
+  const facts: RequestFacts = { verb, resource: target.resource.plural };
+  if (target.namespace !== undefined) facts.namespace = target.namespace;
+  if (target.name !== undefined) facts.name = target.name;
+  if (target.subresource !== undefined) facts.subresource = target.subresource;
+  Object.assign(request, facts);
+  const injectedStatus = deps.faults.takeFailure(facts);
+  if (injectedStatus !== undefined)
+    return answer(failure(injected(injectedStatus, verb, target.resource, target.name)));
+  const drop = deps.faults.takeDrop(facts);
+  let outcome: Outcome;
+  try {
+    if (parseError && verb !== 'patch') throw parseError;
+    outcome = dispatch(deps, verb, target, request);
+  } catch (error) {
+    outcome = failure(error);
+  }
+  if (drop) {
+    request.status = 0;
+    req.socket.destroy();
+    return;
+  }
+  answer(outcome);
+}
+
+export function createRequestHandler(deps: RouterDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(deps, req, res).catch((error: unknown) => {
+      if (!res.headersSent) send(res, failure(error));
+    });
+  };
+}

@@ -1,0 +1,111 @@
+// A fake Kubernetes API server for tests: real HTTPS on 127.0.0.1 with a CA generated at start and a
+// required bearer token, serving Agent Sandbox kinds (validated against their CRD schemas) and the
+// core kinds the adapter touches, with a controller loop that plays agent-sandbox, the scheduler,
+// the kubelet and the garbage collector. Not a conformance-grade API server: see README.md.
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { KubeApi } from './api-server.ts';
+import { LoopController, type ControllerOptions, type FakeController } from './controller.ts';
+import { warmUpCrdValidators } from './crd-schemas.ts';
+import { Deleter } from './deletion.ts';
+import { FaultPlan, type FakeFaults } from './faults.ts';
+import { createRequestHandler } from './http-router.ts';
+import { renderKubeconfig } from './kubeconfig.ts';
+import { RESOURCES } from './resources.ts';
+import { ObjectStore, type FakeStore } from './store.ts';
+import { createCertificateAuthority } from './tls.ts';
+import type { RecordedRequest } from './types.ts';
+
+export type { ControllerOptions, FakeController } from './controller.ts';
+export type { FakeFaults, FaultMatch } from './faults.ts';
+export type { FakeStore } from './store.ts';
+export type {
+  Condition,
+  KubeObject,
+  ObjectMeta,
+  ObjectRef,
+  OwnerReference,
+  PlantedObject,
+  RecordedRequest,
+  Verb,
+} from './types.ts';
+export { createCertificateAuthority } from './tls.ts';
+export { nameHash } from './conditions.ts';
+export {
+  CLAIM_UID,
+  LAUNCH_TYPE,
+  SANDBOX_NAME_HASH,
+  TEMPLATE_REF_ANNOTATION,
+  TEMPLATE_REF_HASH,
+} from './labels.ts';
+
+export interface FakeKubeApiOptions {
+  /** Namespace of the kubeconfig context (default `default`); also the default for finishPod. */
+  namespace?: string;
+  controller?: ControllerOptions;
+}
+
+export interface FakeKubeApi {
+  /** https://127.0.0.1:PORT */
+  url: string;
+  /** PEM of the CA that signed the server certificate. */
+  caPem: string;
+  /** The bearer token the server requires; anything else gets 401. */
+  token: string;
+  /** Kubeconfig YAML: the cluster pinned to `caPem` (or the given one), a token user, a context. */
+  kubeconfig(options?: { namespace?: string; caPem?: string; token?: string }): string;
+  objects: FakeStore;
+  controller: FakeController;
+  faults: FakeFaults;
+  /** Every request received, in order, including refused ones. */
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promise<FakeKubeApi> {
+  const namespace = options.namespace ?? 'default';
+  const controllerOptions = options.controller ?? {};
+  warmUpCrdValidators(RESOURCES);
+  const tls = await createCertificateAuthority();
+  const token = randomBytes(24).toString('base64url');
+  const store = new ObjectStore();
+  const api = new KubeApi(store);
+  const deleter = new Deleter(store, { podLingerSteps: controllerOptions.podLingerSteps ?? 0 });
+  const faults = new FaultPlan();
+  const requests: RecordedRequest[] = [];
+  const server = createServer(
+    { key: tls.serverKeyPem, cert: tls.serverCertPem },
+    createRequestHandler({ api, deleter, faults, token, requests }),
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const controller = new LoopController(
+    { store, api, deleter, defaultNamespace: namespace },
+    controllerOptions,
+  );
+  return {
+    url,
+    caPem: tls.caPem,
+    token,
+    kubeconfig: (kc = {}) =>
+      renderKubeconfig({
+        server: url,
+        caPem: kc.caPem ?? tls.caPem,
+        token: kc.token ?? token,
+        namespace: kc.namespace ?? namespace,
+      }),
+    objects: store,
+    controller,
+    faults,
+    requests,
+    close: async () => {
+      controller.pause();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

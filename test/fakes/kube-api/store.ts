@@ -1,0 +1,140 @@
+// In-memory object storage with the server-side bookkeeping of etcd + the API server: one global
+// resourceVersion counter, UIDs, creation timestamps and `generation` bumped only on spec changes.
+import { randomUUID } from 'node:crypto';
+import { labelMatcher } from './selectors.ts';
+import { apiVersionOf, resourceForKind, type ResourceType } from './resources.ts';
+import { clone, sameJson, timestamp, type KubeObject, type ObjectRef, type PlantedObject } from './types.ts';
+
+/** Direct access for tests; bypasses validation, admission and faults. Returns copies. */
+export interface FakeStore {
+  get(ref: ObjectRef): KubeObject | undefined;
+  list(
+    type: { apiVersion: string; kind: string },
+    options?: { namespace?: string; labelSelector?: string },
+  ): KubeObject[];
+  /** Creates or overwrites an object as given (e.g. a wrong or foreign one); fills missing server fields. */
+  put(object: PlantedObject): KubeObject;
+  /** Removes an object at once: no finalizers, no deletionTimestamp; dependents go on the next GC pass. */
+  remove(ref: ObjectRef): boolean;
+  /** Edits a stored object; bumps resourceVersion, and generation when the spec changed. Throws if absent. */
+  mutate(ref: ObjectRef, change: (object: KubeObject) => void): KubeObject;
+  /** The latest resourceVersion handed out. */
+  readonly revision: number;
+}
+
+/** Everything but metadata and status: a change here bumps `generation`. */
+function specOf(object: KubeObject): Record<string, unknown> {
+  const rest: Record<string, unknown> = { ...object };
+  for (const field of ['metadata', 'status', 'apiVersion', 'kind']) delete rest[field];
+  return rest;
+}
+
+export class ObjectStore implements FakeStore {
+  private readonly objects = new Map<string, KubeObject>();
+  private counter = 1000;
+
+  get revision(): number {
+    return this.counter;
+  }
+
+  private key(resource: ResourceType, namespace: string | undefined, name: string): string {
+    return [apiVersionOf(resource), resource.kind, resource.namespaced ? (namespace ?? '') : '', name].join(
+      '|',
+    );
+  }
+
+  private nextVersion(): string {
+    this.counter += 1;
+    return String(this.counter);
+  }
+
+  read(resource: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined {
+    const found = this.objects.get(this.key(resource, namespace, name));
+    return found ? clone(found) : undefined;
+  }
+
+  all(resource: ResourceType, namespace?: string): KubeObject[] {
+    return this.everything().filter(
+      (o) =>
+        o.kind === resource.kind &&
+        o.apiVersion === apiVersionOf(resource) &&
+        (namespace === undefined || o.metadata.namespace === namespace),
+    );
+  }
+
+  everything(): KubeObject[] {
+    return [...this.objects.values()].map((o) => clone(o));
+  }
+
+  hasUid(uid: string): boolean {
+    for (const o of this.objects.values()) if (o.metadata.uid === uid) return true;
+    return false;
+  }
+
+  /** Stores a new object, assigning uid, resourceVersion, creationTimestamp and generation 1. */
+  insert(resource: ResourceType, object: KubeObject): KubeObject {
+    const stored = clone(object);
+    stored.metadata.uid = randomUUID();
+    stored.metadata.resourceVersion = this.nextVersion();
+    stored.metadata.creationTimestamp = timestamp();
+    stored.metadata.generation = 1;
+    this.objects.set(this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
+    return clone(stored);
+  }
+
+  /**
+   * Replaces a stored object; resourceVersion always moves, generation moves with the spec unless
+   * `keepGeneration` (a pod binding sets spec.nodeName without a new generation).
+   */
+  write(resource: ResourceType, object: KubeObject, options: { keepGeneration?: boolean } = {}): KubeObject {
+    const key = this.key(resource, object.metadata.namespace, object.metadata.name);
+    const previous = this.objects.get(key);
+    const stored = clone(object);
+    const generation = previous?.metadata.generation ?? 1;
+    const specChanged = previous !== undefined && !sameJson(specOf(previous), specOf(stored));
+    stored.metadata.generation = specChanged && !options.keepGeneration ? generation + 1 : generation;
+    stored.metadata.resourceVersion = this.nextVersion();
+    this.objects.set(key, stored);
+    return clone(stored);
+  }
+
+  delete(resource: ResourceType, namespace: string | undefined, name: string): boolean {
+    return this.objects.delete(this.key(resource, namespace, name));
+  }
+
+  get(ref: ObjectRef): KubeObject | undefined {
+    return this.read(resourceForKind(ref.apiVersion, ref.kind), ref.namespace, ref.name);
+  }
+
+  list(
+    type: { apiVersion: string; kind: string },
+    options: { namespace?: string; labelSelector?: string } = {},
+  ): KubeObject[] {
+    const matches = labelMatcher(options.labelSelector);
+    return this.all(resourceForKind(type.apiVersion, type.kind), options.namespace).filter(matches);
+  }
+
+  put(object: PlantedObject): KubeObject {
+    const resource = resourceForKind(object.apiVersion, object.kind);
+    const stored = clone(object) as KubeObject;
+    stored.metadata.uid ??= randomUUID();
+    stored.metadata.creationTimestamp ??= timestamp();
+    stored.metadata.generation ??= 1;
+    if (!resource.namespaced) delete stored.metadata.namespace;
+    stored.metadata.resourceVersion = this.nextVersion();
+    this.objects.set(this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
+    return clone(stored);
+  }
+
+  remove(ref: ObjectRef): boolean {
+    return this.delete(resourceForKind(ref.apiVersion, ref.kind), ref.namespace, ref.name);
+  }
+
+  mutate(ref: ObjectRef, change: (object: KubeObject) => void): KubeObject {
+    const resource = resourceForKind(ref.apiVersion, ref.kind);
+    const current = this.read(resource, ref.namespace, ref.name);
+    if (!current) throw new Error(`no ${ref.kind} ${ref.namespace ?? ''}/${ref.name} in the fake store`);
+    change(current);
+    return this.write(resource, current);
+  }
+}
