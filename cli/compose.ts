@@ -9,6 +9,8 @@ import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
 import { createTokenVerifier, type TokenVerifier } from '../http/auth/verify.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
+import { createAgentSandboxProvider } from '../providers/agent-sandbox/create-provider.ts';
+import type { SandboxProvider } from '../providers/provider.ts';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.ts';
 import { startWorkers, type WorkerHost } from '../workers/host.ts';
 import type { Database } from '../store/db.ts';
@@ -21,7 +23,7 @@ export interface Sandlot {
   db: Database;
   app: ReturnType<typeof createApp>;
   services: Services;
-  provider: SimulatedProvider;
+  provider: SandboxProvider;
   workers: WorkerHost | null;
   close(): Promise<void>;
 }
@@ -58,6 +60,25 @@ function portsFor(
 export interface ComposeOptions {
   /** Start the effect workers, relay and reconciler in this process (default true). */
   workers?: boolean;
+  /** Where provider-specific settings are read (default process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+type ClosableProvider = SandboxProvider & { close?(): Promise<void> };
+
+/** The configured provider; Agent Sandbox settings are validated here, naming every bad variable. */
+function providerFor(
+  config: Config,
+  db: Database,
+  env: Readonly<Record<string, string | undefined>>,
+): ClosableProvider {
+  if (config.provider.id === 'agent-sandbox') return createAgentSandboxProvider(env);
+  return new SimulatedProvider({
+    db,
+    optionsRevision: config.provider.optionsRevision,
+    seed: config.simulated.seed,
+    ...(config.simulated.faults === undefined ? {} : { faults: config.simulated.faults }),
+  });
 }
 
 export async function composeSandlot(
@@ -67,17 +88,12 @@ export async function composeSandlot(
 ): Promise<Sandlot> {
   const db = await openDatabase(config);
   let workers: WorkerHost | null = null;
-  let provider: SimulatedProvider | null = null;
+  let provider: ClosableProvider | null = null;
   try {
     if (config.migrateOnStart) {
       await migrate(db, { onApplied: (name) => logger.info({ migration: name }, 'migration applied') });
     }
-    provider = new SimulatedProvider({
-      db,
-      optionsRevision: config.provider.optionsRevision,
-      seed: config.simulated.seed,
-      ...(config.simulated.faults === undefined ? {} : { faults: config.simulated.faults }),
-    });
+    provider = providerFor(config, db, options.env ?? process.env);
     const ports = portsFor(config, db);
     const services = createServices({ db, provider, ...ports });
     if (options.workers !== false) {
@@ -111,13 +127,13 @@ export async function composeSandlot(
       workers,
       async close() {
         await workers?.close();
-        await held.close();
+        await held.close?.();
         await db.close();
       },
     };
   } catch (error) {
     await workers?.close().catch(() => undefined);
-    await provider?.close().catch(() => undefined);
+    await provider?.close?.().catch(() => undefined);
     await db.close();
     throw error;
   }

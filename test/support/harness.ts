@@ -8,6 +8,7 @@ import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import { mintDevToken } from '../../http/auth/mint.ts';
 import { createTokenVerifier } from '../../http/auth/verify.ts';
 import { createApp } from '../../http/app.ts';
+import type { SandboxProvider } from '../../providers/provider.ts';
 import {
   SimulatedProvider,
   type SimulatedProviderOptions,
@@ -40,6 +41,8 @@ export interface HarnessOptions {
   key?: Uint8Array;
   migrated?: boolean;
   provider?: Omit<SimulatedProviderOptions, 'db' | 'optionsRevision'>;
+  /** Run effects against this provider (e.g. the Agent Sandbox adapter on the fake API) instead. */
+  sandboxProvider?: SandboxProvider;
   /** Start workers (in-process queue unless `redisUrl` is given). */
   workers?: WorkerSettings | false;
 }
@@ -49,13 +52,19 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
   const key = options.key ?? new Uint8Array(randomBytes(32));
   const provider = new SimulatedProvider({ db, optionsRevision: '1', ...options.provider });
   const authority = new GrantsAuthority(db);
-  const services = createServices({ db, provider, authority, selections: new TableRunSelections(db) });
+  const active: SandboxProvider = options.sandboxProvider ?? provider;
+  const services = createServices({
+    db,
+    provider: active,
+    authority,
+    selections: new TableRunSelections(db),
+  });
   const logger = pino({ level: 'silent' });
   const workers =
     options.workers === undefined || options.workers === false
       ? null
       : await startWorkers(
-          { db, services, provider, logger },
+          { db, services, provider: active, logger },
           {
             reconcileEveryMs: 200,
             republishAfterMs: 500,
@@ -71,7 +80,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     authority,
     verifier: createTokenVerifier({ kind: 'hs256', key, issuer, audience }),
     logger,
-    provider: provider.identity,
+    provider: active.identity,
     embedded: true,
   });
   return {
