@@ -112,7 +112,7 @@ export async function inspectLease(
         type: 'sandbox.observed',
         resourceGeneration: lease.resourceGeneration,
         providerFence: lease.providerFence,
-        phase: observation.phase as 'scheduled' | 'image-ready' | 'started',
+        phase: observation.phase as 'pending' | 'scheduled' | 'image-ready' | 'started',
         finished: observation.finished as 'PodSucceeded' | 'PodFailed' | null,
       },
       { actor },

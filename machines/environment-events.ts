@@ -76,7 +76,7 @@ export const reconcileEventSchema = z.strictObject({
 export const observedEventSchema = z.strictObject({
   type: z.literal('sandbox.observed'),
   ...leaseFences,
-  phase: z.enum(['scheduled', 'image-ready', 'started']),
+  phase: z.enum(['pending', 'scheduled', 'image-ready', 'started']),
   finished: z.enum(['PodSucceeded', 'PodFailed']).nullable(),
 });
 

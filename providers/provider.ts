@@ -45,7 +45,11 @@ export interface ProvisionRequest {
 /** Provider-specific options (namespace, image, runtime class…), frozen into the lease at reservation. */
 export type ProviderOptionsSnapshot = Readonly<Record<string, unknown>>;
 
-export type ProviderPhase = 'scheduled' | 'image-ready' | 'started';
+/**
+ * `pending`: the resource exists and is ours, but nothing runs yet (no Pod, or not scheduled). It is
+ * a phase, not an absence, so a sandbox that never schedules can still be listed and released.
+ */
+export type ProviderPhase = 'pending' | 'scheduled' | 'image-ready' | 'started';
 
 export interface ProviderResource {
   /** The provider's stable identity of the resource (a claim name + UID for Kubernetes). */

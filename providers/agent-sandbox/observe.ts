@@ -75,14 +75,20 @@ export async function observeClaim(
       `SandboxClaim ${names.claim} reports Sandbox ${JSON.stringify(reported)}`,
     );
   }
+  // The claim, template, pool, RuntimeClass and PVC are ours and exact: the resource exists. Until
+  // the controller made the Sandbox and the scheduler placed its Pod, it is `pending` (not absent).
+  const pending = (): Observation => ({
+    state: 'observed',
+    resource: { resourceId: resourceIdOf(names.claim, claimUid), owner, phase: 'pending', placement: {} },
+  });
   const sandbox = await kube.getCustom('Sandbox', namespace, names.claim, call);
-  if (sandbox === null) return { state: 'pending', reason: `Sandbox ${names.claim} does not exist yet` };
+  if (sandbox === null) return pending();
   const sandboxUid = validateSandbox(sandbox, names.claim, { name: names.claim, uid: claimUid });
   const pod = await kube.getPod(namespace, names.claim, call);
-  if (pod === null) return { state: 'pending', reason: `Pod ${names.claim} does not exist yet` };
+  if (pod === null) return pending();
   validatePod(pod, names.claim, { name: names.claim, uid: sandboxUid }, snapshot, workspace);
   const phase = phaseOf(pod);
-  if (phase === undefined) return { state: 'pending', reason: `Pod ${names.claim} is not scheduled yet` };
+  if (phase === 'pending') return pending();
 
   const resource: ProviderResource = {
     resourceId: resourceIdOf(names.claim, claimUid),

@@ -7,12 +7,12 @@ import type { ProviderPhase, ProviderResource } from '../provider.ts';
 import { CONTAINER_NAME } from './builders.ts';
 import type { KubeObject } from './kube-object.ts';
 
-/** The Pod's phase, or undefined while it is not yet scheduled. */
-export function phaseOf(pod: V1Pod): ProviderPhase | undefined {
+/** The Pod's phase; `pending` while it is not yet scheduled. */
+export function phaseOf(pod: V1Pod): ProviderPhase {
   const scheduled = (pod.status?.conditions ?? []).some(
     (condition) => condition.type === 'PodScheduled' && condition.status === 'True',
   );
-  if (!scheduled) return undefined;
+  if (!scheduled) return 'pending';
   const status = (pod.status?.containerStatuses ?? []).find((s) => s.name === CONTAINER_NAME);
   const startedAt = status?.state?.running?.startedAt ?? status?.state?.terminated?.startedAt;
   if (startedAt !== undefined && startedAt !== null) return 'started';

@@ -1,18 +1,16 @@
-// Phases come from what Kubernetes observed of the Pod, one controller pass at a time: no phase
-// before the Pod is scheduled, then scheduled → image-ready (an imageID) → started (running since),
-// never from a Ready condition. Finished needs the Sandbox's Finished condition at its generation.
+// Phases come from what Kubernetes observed of the Pod, one controller pass at a time: pending until
+// the Pod is scheduled, then scheduled → image-ready (an imageID) → started (running since), never
+// from a Ready condition. Finished needs the Sandbox's Finished condition at its generation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../../test/fakes/kube-api/index.ts';
 import {
   budget,
-  failureOf,
   newOwner,
   ownedBy,
   presentResource,
   provisionRequest,
   refTo,
 } from '../contract/contract-subject.ts';
-import { classifyProviderFailure } from '../errors.ts';
 import type { ProviderResource, SandboxProvider } from '../provider.ts';
 import { adapterOn, NAMESPACE, runtimeClassObject, workspacePvcObject } from './fake-cluster-harness.ts';
 import { objectNames } from './names.ts';
@@ -36,14 +34,14 @@ describe('Agent Sandbox phases, one controller pass at a time', () => {
     await fake.close();
   });
 
-  /** Provisions with the cluster frozen (uncertain: no phase yet), then runs `passes` passes. */
+  /** Provisions with the cluster frozen (the claim exists, nothing runs: pending), then runs `passes` passes. */
   async function provisioned(
     passes: number,
   ): Promise<{ resource: ProviderResource; pod: string; sandbox: string }> {
     const made = provisionRequest({ provider }, newOwner());
     fake.objects.put(workspacePvcObject(made));
-    const early = await failureOf(provider.provision(made, shortBudget(1500)));
-    expect(classifyProviderFailure(early)).toBe('uncertain');
+    const early = await provider.provision(made, shortBudget(1500));
+    expect(early.phase).toBe('pending');
     const name = objectNames(made.owner.operationId).claim;
     expect(
       fake.objects.get({ apiVersion: EXT, kind: 'SandboxClaim', namespace: NAMESPACE, name }),
@@ -76,7 +74,7 @@ describe('Agent Sandbox phases, one controller pass at a time', () => {
     expect(started.placement).toMatchObject({ namespace: NAMESPACE, node: 'fake-node-1' });
   });
 
-  it('has no phase for a Pod that reports Ready but was never scheduled', async () => {
+  it('reports pending, not Ready, for a Pod that reports Ready but was never scheduled', async () => {
     const { resource, pod } = await provisioned(5);
     fake.objects.mutate(podRef(pod), (object: KubeObject) => {
       const status = (object.status ??= {}) as { conditions?: { type: string; status: string }[] };
@@ -84,8 +82,7 @@ describe('Agent Sandbox phases, one controller pass at a time', () => {
         .filter((c) => c.type !== 'PodScheduled')
         .map((c) => (c.type === 'Ready' ? { ...c, status: 'True' } : c));
     });
-    const error = await failureOf(provider.describe(refTo({ provider }, resource), shortBudget()));
-    expect(classifyProviderFailure(error)).toBe('uncertain');
+    expect((await describeNow(resource)).phase).toBe('pending');
   });
 
   it.each([

@@ -13,7 +13,7 @@ import {
   type ContractSubject,
 } from './contract-subject.ts';
 
-const phaseOrder: ProviderPhase[] = ['scheduled', 'image-ready', 'started'];
+const phaseOrder: ProviderPhase[] = ['pending', 'scheduled', 'image-ready', 'started'];
 
 export function lifecycleCases(subject: () => ContractSubject): void {
   describe('create', () => {
