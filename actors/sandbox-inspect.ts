@@ -34,7 +34,11 @@ export interface InspectDeps {
   describeTimeoutMs: number;
 }
 
-async function describe(deps: InspectDeps, env: EnvironmentRow, lease: LeaseRow): Promise<Observation> {
+async function describe(
+  deps: Omit<InspectDeps, 'readyPhase'>,
+  env: EnvironmentRow,
+  lease: LeaseRow,
+): Promise<Observation> {
   const resourceId = lease.resource?.resourceId;
   if (resourceId === undefined) return { exact: false, phase: null, finished: null, error: null };
   const owner = {
@@ -93,13 +97,16 @@ async function describe(deps: InspectDeps, env: EnvironmentRow, lease: LeaseRow)
   }
 }
 
-export async function inspectLease(
-  deps: InspectDeps,
+/**
+ * Describes an Active lease exactly and tells the Environment what changed (a new phase, or a
+ * finished run, which retires placement). Used by inspection and by the periodic observer.
+ */
+export async function observeLease(
+  deps: Omit<InspectDeps, 'readyPhase'>,
   env: EnvironmentRow,
   lease: LeaseRow,
-  networkPolicyGeneration: number | undefined,
   actor: string,
-): Promise<Readiness> {
+): Promise<Observation | null> {
   const observation = lease.state === 'Active' ? await describe(deps, env, lease) : null;
   if (
     observation?.exact === true &&
@@ -118,6 +125,17 @@ export async function inspectLease(
       { actor },
     );
   }
+  return observation;
+}
+
+export async function inspectLease(
+  deps: InspectDeps,
+  env: EnvironmentRow,
+  lease: LeaseRow,
+  networkPolicyGeneration: number | undefined,
+  actor: string,
+): Promise<Readiness> {
+  const observation = await observeLease(deps, env, lease, actor);
   const verified =
     networkPolicyGeneration !== undefined &&
     networkPolicyGeneration === lease.networkPolicyGeneration &&

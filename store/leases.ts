@@ -151,3 +151,12 @@ export async function leasesNeedingReconciliation(q: Queryable, limit: number): 
   );
   return rows;
 }
+
+/** Active leases, least recently updated first (the observer's work list). */
+export async function activeLeases(q: Queryable, limit: number): Promise<LeaseRow[]> {
+  const { rows } = await q.query<LeaseRow>(
+    `SELECT ${columns} FROM sandbox_leases WHERE state = 'Active' ORDER BY updated_at LIMIT $1`,
+    [limit],
+  );
+  return rows;
+}

@@ -12,6 +12,7 @@ import { effectProcessor } from './effect-processor.ts';
 import type { EffectQueue } from './effect-queue.ts';
 import { InProcessEffectQueue } from './in-process-effect-queue.ts';
 import { OutboxRelay } from './outbox-relay.ts';
+import { observerTask } from './observer.ts';
 import { reconcilerTask } from './reconciler.ts';
 import { InProcessScheduler, type Scheduler } from './scheduler.ts';
 
@@ -22,6 +23,8 @@ export interface WorkerSettings {
   concurrency?: number;
   callTimeoutMs?: number;
   reconcileEveryMs?: number;
+  /** Period of the observer that describes Active leases (default 15 s). */
+  observeEveryMs?: number;
   republishAfterMs?: number;
   relayPollMs?: number;
   /** Run effect processors here (false: an API-only process that only publishes). */
@@ -67,14 +70,25 @@ export async function startWorkers(
       }),
     );
   }
-  const task = reconcilerTask({ ...attemptDeps, logger }, settings.reconcileEveryMs ?? 5_000);
+  const tasks = [
+    reconcilerTask({ ...attemptDeps, logger }, settings.reconcileEveryMs ?? 5_000),
+    observerTask(
+      {
+        ...attemptDeps,
+        provider: deps.provider,
+        logger,
+        describeTimeoutMs: settings.callTimeoutMs ?? 30_000,
+      },
+      settings.observeEveryMs ?? 15_000,
+    ),
+  ];
   const scheduler: Scheduler =
     settings.redisUrl === undefined
-      ? new InProcessScheduler([task], { logger })
+      ? new InProcessScheduler(tasks, { logger })
       : new BullmqScheduler({
           redis: settings.redisUrl,
           prefix: settings.prefix ?? 'sandlot',
-          tasks: [task],
+          tasks,
           logger,
         });
   deps.services.setEffectSink((rows) => void relay.publishNow(rows));

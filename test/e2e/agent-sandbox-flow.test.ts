@@ -32,7 +32,7 @@ describe('sandbox lifecycle on the Agent Sandbox adapter against the fake Kubern
     fake.objects.put(runtimeClassObject());
     handle = await openBackend('postgres');
     h = await buildHarness(handle.db, {
-      workers: { callTimeoutMs: 15_000 },
+      workers: { callTimeoutMs: 15_000, observeEveryMs: 200 },
       sandboxProvider: withWorkspaces(fake, adapterOn(fake)),
     });
   });
@@ -95,5 +95,42 @@ describe('sandbox lifecycle on the Agent Sandbox adapter against the fake Kubern
         expect.any(String),
       );
     }
+  }, 90_000);
+
+  it('retires placement when the pod finishes, keeps the Environment Registered, and provisions anew', async () => {
+    const s = await setupScenario(h, { run: 'run-k8s-retire' });
+    await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: provisionBody(s, 'first'),
+    });
+    const lease = await waitForLease(
+      h,
+      s,
+      (l) => l['state'] === 'Active' && l['phase'] === 'started',
+      30_000,
+    );
+    const claim = inNamespace('SandboxClaim').find(
+      (c) => c.metadata.labels?.['sandlot.dev/operation-id'] === lease['operationId'],
+    );
+    expect(claim).toBeDefined();
+    fake.controller.finishPod(claim!.metadata.name, 'Succeeded', NAMESPACE);
+
+    // The observer sees Finished=True at the current generation: the lease is retired on its own.
+    const retired = await waitForLease(h, s, (l) => l['state'] === 'Released', 30_000);
+    expect(retired['resourceGeneration']).toBe(1);
+    const lifecycle = await json<{ state: string }>(
+      await h.request('GET', `${s.base}/lifecycle`, { token: s.token }),
+    );
+    expect(lifecycle.state).toBe('Registered');
+    expect(inNamespace('SandboxClaim').filter((c) => c.metadata.name === claim!.metadata.name)).toEqual([]);
+
+    // A retired Sandbox is never revived: a new provision makes resource generation 2.
+    const again = await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: provisionBody(s, 'second'),
+    });
+    expect(again.status).toBe(202);
+    expect(await json(again)).toMatchObject({ resourceGeneration: 2, state: 'Provisioning' });
+    await waitForLease(h, s, (l) => l['state'] === 'Active' && l['resourceGeneration'] === 2, 30_000);
   }, 90_000);
 });

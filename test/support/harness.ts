@@ -70,6 +70,8 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
             republishAfterMs: 500,
             relayPollMs: 100,
             callTimeoutMs: 2_000,
+            // Tests that need the observer ask for it; otherwise its describes would add attempts.
+            observeEveryMs: 600_000,
             ...options.workers,
           },
         );
