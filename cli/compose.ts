@@ -104,6 +104,7 @@ export async function composeSandlot(
           ...(config.workers.concurrency === undefined ? {} : { concurrency: config.workers.concurrency }),
           callTimeoutMs: config.workers.callTimeoutMs,
           reconcileEveryMs: config.workers.reconcileEveryMs,
+          observeEveryMs: config.workers.observeEveryMs,
           prefix: config.workers.prefix,
         },
       );

@@ -40,5 +40,11 @@ export interface Config {
   runSelectionUrl?: string;
   provider: { id: ProviderId; optionsRevision: string };
   simulated: { seed: number; faults?: FaultPlan };
-  workers: { concurrency?: number; callTimeoutMs: number; reconcileEveryMs: number; prefix: string };
+  workers: {
+    concurrency?: number;
+    callTimeoutMs: number;
+    reconcileEveryMs: number;
+    observeEveryMs: number;
+    prefix: string;
+  };
 }
