@@ -1,6 +1,7 @@
 // Ports for services Sandlot does not own. Each has an embedded implementation backed by our own
-// tables (store/) and, in production, an HTTP client. Implementations accept an optional `via`
-// handle so a recheck made inside a transaction reads through that transaction.
+// tables (store/) and, in production, a client of the real thing (an HTTP service, or for network
+// policies the Kubernetes API). Implementations accept an optional `via` handle so a recheck made
+// inside a transaction reads through that transaction; those that read no table ignore it.
 import type { Queryable } from '../store/db.ts';
 
 export const permissions = ['ReadProjects', 'WriteProjects', 'ReadRunSelection'] as const;
@@ -37,4 +38,20 @@ export interface RunSelection {
 
 export interface RunSelectionSource {
   get(tenantId: string, projectId: string, runId: string, via?: Queryable): Promise<RunSelection | null>;
+}
+
+export type NetworkPolicyVerdict = { verified: true } | { verified: false; reason: string };
+
+export interface NetworkPolicyVerifier {
+  /**
+   * Fresh verification that `generation` is the project's current network policy and is in force:
+   * `verified: false` with a reason when it is not. Throws when the source of truth cannot answer
+   * (a failed or partial read), so an outage is never mistaken for a verdict either way.
+   */
+  verify(
+    tenantId: string,
+    projectId: string,
+    generation: number,
+    via?: Queryable,
+  ): Promise<NetworkPolicyVerdict>;
 }

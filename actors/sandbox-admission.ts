@@ -1,13 +1,23 @@
 // Checks made before a lease is reserved and before any provider is contacted: the run selection
 // names exactly one exclusive candidate that matches the configured provider in every field (no
 // default substitution), the Workspace is the exact Available generation, and the network policy
-// generation is the project's verified current one.
+// generation is the project's verified current one, asked afresh of the NetworkPolicyVerifier port
+// (the embedded table, or the Cilium policies read back from Kubernetes).
 import type { ProviderIdentity } from '../providers/provider.ts';
 import type { Queryable } from '../store/db.ts';
-import { latestNetworkPolicyGeneration, readNetworkPolicy } from '../store/network-policies.ts';
 import { readVolume } from '../store/workspaces.ts';
-import { NetworkPolicyUnverifiedError, ProviderSelectionError, WorkspaceConflictError } from './errors.ts';
-import type { ProviderCandidate, RunSelection } from './ports.ts';
+import {
+  ActorError,
+  NetworkPolicyUnverifiedError,
+  ProviderSelectionError,
+  WorkspaceConflictError,
+} from './errors.ts';
+import type {
+  NetworkPolicyVerdict,
+  NetworkPolicyVerifier,
+  ProviderCandidate,
+  RunSelection,
+} from './ports.ts';
 
 const identityFields = [
   'providerId',
@@ -69,35 +79,57 @@ export async function verifyWorkspace(
   }
 }
 
-/** Fresh verification: the generation exists and is the project's newest. */
+/**
+ * The network policy's source of truth did not answer (a failed or partial read of the Cilium
+ * policies, say): nothing can be concluded, so the request is refused as unavailable (503), never
+ * passed as verified nor reported as unverified.
+ */
+export class NetworkPolicyUnavailableError extends ActorError {
+  constructor(generation: number, cause: unknown) {
+    const code =
+      typeof cause === 'object' && cause !== null && typeof (cause as { code?: unknown }).code === 'string'
+        ? ` (${(cause as { code: string }).code})`
+        : '';
+    super(
+      'network-policy-unavailable',
+      `network policy generation ${generation} cannot be verified now: its source did not answer${code}`,
+    );
+    this.cause = cause;
+  }
+}
+
+/** Asks the verifier afresh; a verifier that cannot answer becomes NetworkPolicyUnavailableError. */
+async function checkNetworkPolicy(
+  policies: NetworkPolicyVerifier,
+  tenantId: string,
+  projectId: string,
+  generation: number,
+): Promise<NetworkPolicyVerdict> {
+  try {
+    return await policies.verify(tenantId, projectId, generation);
+  } catch (error) {
+    if (error instanceof ActorError) throw error;
+    throw new NetworkPolicyUnavailableError(generation, error);
+  }
+}
+
+/** Fresh verification that `generation` is the project's current policy, or NetworkPolicyUnverifiedError. */
 export async function verifyNetworkPolicy(
-  q: Queryable,
+  policies: NetworkPolicyVerifier,
   tenantId: string,
   projectId: string,
   generation: number,
 ): Promise<void> {
-  const policy = await readNetworkPolicy(q, tenantId, projectId, generation);
-  if (policy === null)
-    throw new NetworkPolicyUnverifiedError(`network policy generation ${generation} does not exist`);
-  const latest = await latestNetworkPolicyGeneration(q, tenantId, projectId);
-  if (latest !== generation) {
-    throw new NetworkPolicyUnverifiedError(
-      `network policy generation ${generation} is not current (newest is ${latest})`,
-    );
-  }
+  const verdict = await checkNetworkPolicy(policies, tenantId, projectId, generation);
+  if (!verdict.verified) throw new NetworkPolicyUnverifiedError(verdict.reason);
 }
 
+/** The same check as a boolean; a source that cannot answer still throws (503), never `false`. */
 export async function networkPolicyVerified(
-  q: Queryable,
+  policies: NetworkPolicyVerifier,
   tenantId: string,
   projectId: string,
   generation: number,
-) {
-  try {
-    await verifyNetworkPolicy(q, tenantId, projectId, generation);
-    return true;
-  } catch (error) {
-    if (error instanceof NetworkPolicyUnverifiedError) return false;
-    throw error;
-  }
+): Promise<boolean> {
+  return (await checkNetworkPolicy(policies, tenantId, projectId, generation)).verified;
 }

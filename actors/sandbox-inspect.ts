@@ -1,6 +1,7 @@
 // Inspecting a lease observes the provider exactly (a describe attempt, journaled before the call)
 // and reports readyForDispatch only when the lease is Active, the provider's exact observation is
-// in the configured phase, and the requested network policy generation verifies fresh.
+// in the configured phase, and the requested network policy generation verifies fresh through the
+// NetworkPolicyVerifier port (a verifier that cannot answer fails the inspection with 503).
 import { randomUUID } from 'node:crypto';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { ProviderResource, SandboxProvider } from '../providers/provider.ts';
@@ -10,6 +11,7 @@ import { canonicalJson, sha256Hex } from '../store/canonical-json.ts';
 import type { Database } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import type { LeaseRow } from '../store/leases.ts';
+import type { NetworkPolicyVerifier } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
 import { networkPolicyVerified } from './sandbox-admission.ts';
 
@@ -30,15 +32,15 @@ export interface InspectDeps {
   db: Database;
   runtime: ActorRuntime<EnvironmentEvent>;
   provider: SandboxProvider;
+  networkPolicies: NetworkPolicyVerifier;
   readyPhase: string;
   describeTimeoutMs: number;
 }
 
-async function describe(
-  deps: Omit<InspectDeps, 'readyPhase'>,
-  env: EnvironmentRow,
-  lease: LeaseRow,
-): Promise<Observation> {
+/** What an exact observation needs: no readiness phase, no network policy. */
+export type ObserveDeps = Omit<InspectDeps, 'readyPhase' | 'networkPolicies'>;
+
+async function describe(deps: ObserveDeps, env: EnvironmentRow, lease: LeaseRow): Promise<Observation> {
   const resourceId = lease.resource?.resourceId;
   if (resourceId === undefined) return { exact: false, phase: null, finished: null, error: null };
   const owner = {
@@ -102,7 +104,7 @@ async function describe(
  * finished run, which retires placement). Used by inspection and by the periodic observer.
  */
 export async function observeLease(
-  deps: Omit<InspectDeps, 'readyPhase'>,
+  deps: ObserveDeps,
   env: EnvironmentRow,
   lease: LeaseRow,
   actor: string,
@@ -139,7 +141,7 @@ export async function inspectLease(
   const verified =
     networkPolicyGeneration !== undefined &&
     networkPolicyGeneration === lease.networkPolicyGeneration &&
-    (await networkPolicyVerified(deps.db, env.tenantId, env.projectId, networkPolicyGeneration));
+    (await networkPolicyVerified(deps.networkPolicies, env.tenantId, env.projectId, networkPolicyGeneration));
   const ready =
     lease.state === 'Active' &&
     observation?.exact === true &&

@@ -22,7 +22,13 @@ import {
   StaleLeaseFenceError,
 } from './errors.ts';
 import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
-import type { Caller, Permission, ProjectsAuthority, RunSelectionSource } from './ports.ts';
+import type {
+  Caller,
+  NetworkPolicyVerifier,
+  Permission,
+  ProjectsAuthority,
+  RunSelectionSource,
+} from './ports.ts';
 import type { ActorRuntime, CommitContext } from './runtime.ts';
 import { selectProvider, verifyNetworkPolicy, verifyWorkspace } from './sandbox-admission.ts';
 import { inspectLease, type Readiness } from './sandbox-inspect.ts';
@@ -34,6 +40,8 @@ export interface SandboxDeps {
   authority: ProjectsAuthority;
   selections: RunSelectionSource;
   provider: SandboxProvider;
+  /** Verifies a network policy generation afresh, at provision and at every inspection. */
+  networkPolicies: NetworkPolicyVerifier;
   /** The provider phase that counts as ready for dispatch (default `started`). */
   readyPhase?: string;
   describeTimeoutMs?: number;
@@ -96,7 +104,7 @@ export class SandboxService {
     address: EnvironmentAddress,
     request: ProvisionRequest,
   ): Promise<LeaseView> {
-    const { db, selections, provider, runtime } = this.deps;
+    const { db, selections, provider, runtime, networkPolicies } = this.deps;
     const env = await this.#admit(caller, address);
     const replay = await readLeaseByKey(db, env.environmentId, request.idempotencyKey);
     if (replay !== null) return this.#replay(caller, address, replay);
@@ -105,7 +113,12 @@ export class SandboxService {
     if (selection.selectionHash !== env.runSelectionHash) throw new RunSelectionChangedError(address.runId);
     selectProvider(selection, provider.identity);
     await verifyWorkspace(db, env.environmentId, request.workspace);
-    await verifyNetworkPolicy(db, caller.tenantId, address.projectId, request.networkPolicyGeneration);
+    await verifyNetworkPolicy(
+      networkPolicies,
+      caller.tenantId,
+      address.projectId,
+      request.networkPolicyGeneration,
+    );
     await requirePermissions(this.deps.authority, caller, address.projectId, sandboxPermissions);
 
     const outcome = await runtime.send(

@@ -6,7 +6,7 @@ import type { Database } from '../store/db.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import { environmentDefinition } from './environment-definition.ts';
 import { LifecycleService } from './lifecycle.ts';
-import type { ProjectsAuthority, RunSelectionSource } from './ports.ts';
+import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from './ports.ts';
 import { ActorRuntime } from './runtime.ts';
 import { SandboxService } from './sandbox.ts';
 
@@ -23,6 +23,7 @@ export function createServices(deps: {
   authority: ProjectsAuthority;
   selections: RunSelectionSource;
   provider: SandboxProvider;
+  networkPolicies: NetworkPolicyVerifier;
 }): Services {
   let sink: (rows: OutboxRow[]) => void = () => undefined;
   const runtime = new ActorRuntime<EnvironmentEvent>({

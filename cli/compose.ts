@@ -2,20 +2,21 @@
 // configuration. Everything below it takes its dependencies as arguments.
 import type { Logger } from 'pino';
 import { createServices, type Services } from '../actors/services.ts';
-import type { ProjectsAuthority, RunSelectionSource } from '../actors/ports.ts';
+import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from '../actors/ports.ts';
 import type { Config } from '../config/types.ts';
 import { createApp } from '../http/app.ts';
 import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
 import { createTokenVerifier, type TokenVerifier } from '../http/auth/verify.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
-import { createAgentSandboxProvider } from '../providers/agent-sandbox/create-provider.ts';
+import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.ts';
 import { startWorkers, type WorkerHost } from '../workers/host.ts';
 import type { Database } from '../store/db.ts';
 import { GrantsAuthority } from '../store/grants.ts';
 import { migrate } from '../store/migrate.ts';
+import { TableNetworkPolicies } from '../store/network-policies.ts';
 import { TableRunSelections } from '../store/run-selections.ts';
 import { dataDirOf, openDatabase } from './context.ts';
 
@@ -66,19 +67,26 @@ export interface ComposeOptions {
 
 type ClosableProvider = SandboxProvider & { close?(): Promise<void> };
 
-/** The configured provider; Agent Sandbox settings are validated here, naming every bad variable. */
+/**
+ * The configured provider, and the network policy verifier that goes with it: on Agent Sandbox the
+ * project's CiliumNetworkPolicies read back from the sandbox namespace (settings validated here,
+ * naming every bad variable); otherwise the embedded table the admin route writes.
+ */
 function providerFor(
   config: Config,
   db: Database,
   env: Readonly<Record<string, string | undefined>>,
-): ClosableProvider {
-  if (config.provider.id === 'agent-sandbox') return createAgentSandboxProvider(env);
-  return new SimulatedProvider({
-    db,
-    optionsRevision: config.provider.optionsRevision,
-    seed: config.simulated.seed,
-    ...(config.simulated.faults === undefined ? {} : { faults: config.simulated.faults }),
-  });
+): { provider: ClosableProvider; networkPolicies: NetworkPolicyVerifier } {
+  if (config.provider.id === 'agent-sandbox') return createAgentSandbox(env);
+  return {
+    provider: new SimulatedProvider({
+      db,
+      optionsRevision: config.provider.optionsRevision,
+      seed: config.simulated.seed,
+      ...(config.simulated.faults === undefined ? {} : { faults: config.simulated.faults }),
+    }),
+    networkPolicies: new TableNetworkPolicies(db),
+  };
 }
 
 export async function composeSandlot(
@@ -93,9 +101,15 @@ export async function composeSandlot(
     if (config.migrateOnStart) {
       await migrate(db, { onApplied: (name) => logger.info({ migration: name }, 'migration applied') });
     }
-    provider = providerFor(config, db, options.env ?? process.env);
+    const chosen = providerFor(config, db, options.env ?? process.env);
+    provider = chosen.provider;
     const ports = portsFor(config, db);
-    const services = createServices({ db, provider, ...ports });
+    const services = createServices({
+      db,
+      provider,
+      networkPolicies: chosen.networkPolicies,
+      ...ports,
+    });
     if (options.workers !== false) {
       workers = await startWorkers(
         { db, services, provider, logger },

@@ -74,6 +74,9 @@ export function toProblem(error: unknown): Problem | null {
       return conflict('workspace-unavailable', 'Workspace unavailable', error.message);
     case 'network-policy-unverified':
       return conflict('network-policy-unverified', 'Network policy not verified', error.message);
+    case 'network-policy-unavailable':
+      // The policy's source did not answer: neither verified nor refused, so retry later.
+      return new Problem(503, 'network-policy-unavailable', 'Network policy unavailable', error.message);
     case 'environment-not-found':
       return new Problem(404, 'environment-not-found', 'Environment not found', error.message);
     case 'run-selection-missing':

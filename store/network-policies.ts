@@ -1,5 +1,7 @@
 // Embedded network-policy registry: immutable generations per project, standing in for the
-// Cilium policy readback a production deployment verifies.
+// Cilium policy readback a Kubernetes deployment verifies (providers/agent-sandbox/cilium-verifier.ts).
+// The admin route PUT …/network-policies/{generation} writes it; TableNetworkPolicies reads it.
+import type { NetworkPolicyVerdict, NetworkPolicyVerifier } from '../actors/ports.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import type { Queryable } from './db.ts';
 
@@ -51,4 +53,29 @@ export async function latestNetworkPolicyGeneration(
     [tenantId, projectId],
   );
   return rows[0]?.g ?? null;
+}
+
+/** The embedded verifier: the generation exists in the table and is the project's newest. */
+export class TableNetworkPolicies implements NetworkPolicyVerifier {
+  constructor(private readonly db: Queryable) {}
+
+  async verify(
+    tenantId: string,
+    projectId: string,
+    generation: number,
+    via?: Queryable,
+  ): Promise<NetworkPolicyVerdict> {
+    const q = via ?? this.db;
+    const policy = await readNetworkPolicy(q, tenantId, projectId, generation);
+    if (policy === null)
+      return { verified: false, reason: `network policy generation ${generation} does not exist` };
+    const latest = await latestNetworkPolicyGeneration(q, tenantId, projectId);
+    if (latest !== generation) {
+      return {
+        verified: false,
+        reason: `network policy generation ${generation} is not current (newest is ${latest})`,
+      };
+    }
+    return { verified: true };
+  }
 }

@@ -1,5 +1,6 @@
 // The objects the adapter creates, checked against the real CRD schemas (read at run time from the
 // shared reference directory) with unknown fields refused, as the API server does under Strict.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -8,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { newOwner } from '../contract/contract-subject.ts';
 import { buildClaim, buildPool, buildTemplate, type Blueprint } from './builders.ts';
 import { field, type KubeObject } from './kube-object.ts';
-import { isLabelValue, LABELS, objectNames } from './names.ts';
+import { isLabelValue, LABELS, objectNames, projectHashOf } from './names.ts';
 import { snapshotOf } from './options-snapshot.ts';
 import { loadAgentSandboxOptions } from './options.ts';
 import { validEnv } from './fixtures.ts';
@@ -139,10 +140,28 @@ describe('object builders', () => {
       allowPrivilegeEscalation: false,
       capabilities: { drop: ['ALL'] },
     });
-    expect(field(spec, 'podTemplate', 'metadata', 'labels')).toMatchObject({
+    expect(field(spec, 'podTemplate', 'metadata', 'labels')).toEqual({
+      [LABELS.managedBy]: 'sandlot',
       [LABELS.networkPolicyGeneration]: '7',
       [LABELS.ownerHash]: owner.ownerHash,
+      [LABELS.projectHash]: projectHashOf(owner.tenantId, owner.projectId),
     });
+  });
+
+  it('label the Pod with the project hash: the first 40 hex of SHA-256 over canonical [tenant, project]', () => {
+    const labels = field(buildTemplate(blueprint).spec, 'podTemplate', 'metadata', 'labels') as Record<
+      string,
+      string
+    >;
+    const expected = createHash('sha256')
+      .update(JSON.stringify([owner.tenantId, owner.projectId]))
+      .digest('hex')
+      .slice(0, 40);
+    expect(labels[LABELS.projectHash]).toBe(expected);
+    expect(isLabelValue(expected)).toBe(true);
+    // Another project of the same tenant, or the same project name in another tenant, differs.
+    expect(projectHashOf(owner.tenantId, `${owner.projectId}-2`)).not.toBe(expected);
+    expect(projectHashOf(`${owner.tenantId}-2`, owner.projectId)).not.toBe(expected);
   });
 
   it('make a zero-replica pool naming the template and a DeleteForeground claim naming the pool', () => {

@@ -5,7 +5,7 @@
 // schemas.
 import type { OwnerBinding } from '../provider.ts';
 import type { KubeObject } from './kube-object.ts';
-import { ANNOTATIONS, GROUP, LABELS, MANAGED_BY, VERSION, type ObjectNames } from './names.ts';
+import { ANNOTATIONS, GROUP, LABELS, MANAGED_BY, projectHashOf, VERSION, type ObjectNames } from './names.ts';
 import type { AgentSandboxSnapshot } from './options-snapshot.ts';
 import { ownerAnnotations, ownerLabels } from './owner-labels.ts';
 
@@ -54,13 +54,18 @@ export function workspaceAnnotations(workspace: WorkspacePlan): Record<string, s
   };
 }
 
-/** Labels the Pod carries: what the Cilium policy for this owner and generation selects. */
+/**
+ * Labels the Pod carries. The project's Cilium policy for a generation selects its Pods by
+ * `sandlot.dev/project-hash` and `sandlot.dev/network-policy-generation` (cilium-verifier.ts checks
+ * that it does); the owner hash tells one Environment's Pod from another's.
+ */
 export function podLabels(
   blueprint: Pick<Blueprint, 'owner' | 'networkPolicyGeneration'>,
 ): Record<string, string> {
   return {
     [LABELS.managedBy]: MANAGED_BY,
     [LABELS.ownerHash]: blueprint.owner.ownerHash,
+    [LABELS.projectHash]: projectHashOf(blueprint.owner.tenantId, blueprint.owner.projectId),
     [LABELS.networkPolicyGeneration]: String(blueprint.networkPolicyGeneration),
   };
 }

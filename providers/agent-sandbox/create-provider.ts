@@ -1,7 +1,9 @@
 // Composition helpers: settings from the environment, a KubeConfig from KUBECONFIG or the in-cluster
-// service account (token re-read from its file, CA from its file), and the provider built from both.
+// service account (token re-read from its file, CA from its file), and the provider (and the Cilium
+// network policy verifier) built from both.
 import { KubeConfig } from './client-node.ts';
 import { AgentSandboxProvider } from './agent-sandbox-provider.ts';
+import { CiliumNetworkPolicyVerifier } from './cilium-verifier.ts';
 import { loadAgentSandboxOptions, type KubernetesConnection } from './options.ts';
 
 export function kubeConfigFor(connection: KubernetesConnection): KubeConfig {
@@ -29,4 +31,20 @@ export function createAgentSandboxProvider(
 ): AgentSandboxProvider {
   const options = loadAgentSandboxOptions(env);
   return new AgentSandboxProvider({ options, kubeConfig: kubeConfigFor(options.connection) });
+}
+
+/**
+ * The provider and the network policy verifier over one KubeConfig and one set of settings, so the
+ * policies are read from the cluster and namespace the Pods run in. Throws as above.
+ */
+export function createAgentSandbox(env: Readonly<Record<string, string | undefined>>): {
+  provider: AgentSandboxProvider;
+  networkPolicies: CiliumNetworkPolicyVerifier;
+} {
+  const options = loadAgentSandboxOptions(env);
+  const kubeConfig = kubeConfigFor(options.connection);
+  return {
+    provider: new AgentSandboxProvider({ options, kubeConfig }),
+    networkPolicies: new CiliumNetworkPolicyVerifier({ options, kubeConfig }),
+  };
 }

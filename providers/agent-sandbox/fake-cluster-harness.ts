@@ -4,9 +4,10 @@
 // the Workspace storage lifecycle provisions before any Sandbox asks for it.
 import type { ProvisionRequest, SandboxProvider } from '../provider.ts';
 import { AgentSandboxProvider } from './agent-sandbox-provider.ts';
+import { CiliumNetworkPolicyVerifier } from './cilium-verifier.ts';
 import { KubeConfig } from './client-node.ts';
 import { P, validEnv } from './fixtures.ts';
-import { ANNOTATIONS, pvcNameOf } from './names.ts';
+import { ANNOTATIONS, LABELS, pvcNameOf, projectHashOf } from './names.ts';
 import { loadAgentSandboxOptions } from './options.ts';
 
 interface Ref {
@@ -34,6 +35,7 @@ export const RUNTIME_CLASS_NAME = 'kata-vm-isolation';
 export const RUNTIME_HANDLER = 'kata';
 
 const EXT = 'extensions.agents.x-k8s.io/v1beta1';
+const CILIUM = 'cilium.io/v2';
 
 /** Exact references into the fake's store, in the test namespace. */
 export const refs = {
@@ -47,6 +49,12 @@ export const refs = {
     name,
   }),
   pod: (name: string) => ({ apiVersion: 'v1', kind: 'Pod', namespace: NAMESPACE, name }),
+  ciliumPolicy: (name: string) => ({
+    apiVersion: CILIUM,
+    kind: 'CiliumNetworkPolicy',
+    namespace: NAMESPACE,
+    name,
+  }),
   pvc: (request: ProvisionRequest) => ({
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -64,6 +72,7 @@ export function wipeNamespace(fake: FakeClusterLike): void {
     ['agents.x-k8s.io/v1beta1', 'Sandbox'],
     ['v1', 'Pod'],
     ['v1', 'PersistentVolumeClaim'],
+    [CILIUM, 'CiliumNetworkPolicy'],
   ] as const;
   for (const [apiVersion, kind] of kinds) {
     for (const object of fake.objects.list({ apiVersion, kind }, { namespace: NAMESPACE })) {
@@ -129,6 +138,49 @@ export function adapterOn(
     ...settings,
   });
   return new AgentSandboxProvider({ options: loadAgentSandboxOptions(env, () => true), kubeConfig });
+}
+
+/** The network policy verifier against the fake, over the same namespace as `adapterOn`. */
+export function verifierOn(
+  fake: FakeClusterLike,
+  kubeConfig = kubeConfigOf(fake),
+  timeoutMs?: number,
+): CiliumNetworkPolicyVerifier {
+  return new CiliumNetworkPolicyVerifier({
+    options: { namespace: NAMESPACE },
+    kubeConfig,
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  });
+}
+
+/**
+ * A project's CiliumNetworkPolicy for one generation, as its owner would write it: labelled with the
+ * project hash and generation, and selecting the Pods the adapter labels for that generation.
+ */
+export function ciliumPolicyObject(
+  p: { tenantId: string; projectId: string; generation: number; name?: string },
+  matchLabels?: Record<string, string>,
+) {
+  const projectHash = projectHashOf(p.tenantId, p.projectId);
+  const generation = String(p.generation);
+  return {
+    apiVersion: CILIUM,
+    kind: 'CiliumNetworkPolicy',
+    metadata: {
+      name: p.name ?? `sandlot-${projectHash.slice(0, 12)}-g${generation}`,
+      namespace: NAMESPACE,
+      labels: { [LABELS.projectHash]: projectHash, [LABELS.networkPolicyGeneration]: generation },
+    },
+    spec: {
+      endpointSelector: {
+        matchLabels: matchLabels ?? {
+          [LABELS.projectHash]: projectHash,
+          [LABELS.networkPolicyGeneration]: generation,
+        },
+      },
+      egress: [{ toFQDNs: [{ matchName: 'registry.npmjs.org' }] }],
+    },
+  };
 }
 
 /** Plants each request's Workspace PVC (once) before provisioning, as the storage lifecycle would. */

@@ -19,15 +19,18 @@ import type { CallOptions } from '../provider.ts';
 import { cancelled, checkBudget, requestSignal, timedOut } from './call-budget.ts';
 import { isAlreadyExists, isNotFound, mapKubeError, statusOf, type Verb } from './kube-errors.ts';
 import { asObject, type KubeObject } from './kube-object.ts';
-import { CORE_GROUP, GROUP, VERSION } from './names.ts';
+import { CILIUM_GROUP, CILIUM_VERSION, CORE_GROUP, GROUP, VERSION } from './names.ts';
 
-export type CustomKind = 'SandboxTemplate' | 'SandboxWarmPool' | 'SandboxClaim' | 'Sandbox';
+export type CustomKind =
+  'SandboxTemplate' | 'SandboxWarmPool' | 'SandboxClaim' | 'Sandbox' | 'CiliumNetworkPolicy';
 
-const PLURALS: Record<CustomKind, { group: string; plural: string }> = {
-  SandboxTemplate: { group: GROUP, plural: 'sandboxtemplates' },
-  SandboxWarmPool: { group: GROUP, plural: 'sandboxwarmpools' },
-  SandboxClaim: { group: GROUP, plural: 'sandboxclaims' },
-  Sandbox: { group: CORE_GROUP, plural: 'sandboxes' },
+const PLURALS: Record<CustomKind, { group: string; version: string; plural: string }> = {
+  SandboxTemplate: { group: GROUP, version: VERSION, plural: 'sandboxtemplates' },
+  SandboxWarmPool: { group: GROUP, version: VERSION, plural: 'sandboxwarmpools' },
+  SandboxClaim: { group: GROUP, version: VERSION, plural: 'sandboxclaims' },
+  Sandbox: { group: CORE_GROUP, version: VERSION, plural: 'sandboxes' },
+  // Read only (by the network policy verifier): Sandlot never writes a Cilium policy.
+  CiliumNetworkPolicy: { group: CILIUM_GROUP, version: CILIUM_VERSION, plural: 'ciliumnetworkpolicies' },
 };
 
 export type CreateResult = { created: true; object: KubeObject } | { created: false };
@@ -50,13 +53,10 @@ export class KubeClient {
     name: string,
     call: CallOptions,
   ): Promise<KubeObject | null> {
-    const { group, plural } = PLURALS[kind];
+    const { group, version, plural } = PLURALS[kind];
     return this.exact(`${kind}`, name, call, async (options) =>
       asObject(
-        await this.custom.getNamespacedCustomObject(
-          { group, version: VERSION, namespace, plural, name },
-          options,
-        ),
+        await this.custom.getNamespacedCustomObject({ group, version, namespace, plural, name }, options),
       ),
     );
   }
@@ -68,12 +68,12 @@ export class KubeClient {
     body: KubeObject,
     call: CallOptions,
   ): Promise<CreateResult> {
-    const { group, plural } = PLURALS[kind];
+    const { group, version, plural } = PLURALS[kind];
     const what = `${kind} ${body.metadata?.name ?? ''}`;
     return this.request('create', what, call, async (options) => {
       try {
         const object: unknown = await this.custom.createNamespacedCustomObject(
-          { group, version: VERSION, namespace, plural, body, fieldValidation: 'Strict' },
+          { group, version, namespace, plural, body, fieldValidation: 'Strict' },
           options,
         );
         return { created: true, object: asObject(object) };
@@ -91,11 +91,11 @@ export class KubeClient {
     labelSelector: string,
     call: CallOptions,
   ): Promise<KubeObject[]> {
-    const { group, plural } = PLURALS[kind];
+    const { group, version, plural } = PLURALS[kind];
     return this.request('list', `${kind} list`, call, async (options) => {
       const list = asObject(
         await this.custom.listNamespacedCustomObject(
-          { group, version: VERSION, namespace, plural, labelSelector },
+          { group, version, namespace, plural, labelSelector },
           options,
         ),
       ) as { metadata?: { continue?: string; remainingItemCount?: number }; items?: unknown };
@@ -119,13 +119,13 @@ export class KubeClient {
     propagationPolicy: 'Foreground' | 'Background',
     call: CallOptions,
   ): Promise<DeleteResult> {
-    const { group, plural } = PLURALS[kind];
+    const { group, version, plural } = PLURALS[kind];
     return this.request('delete', `${kind} ${name}`, call, async (options) => {
       try {
         await this.custom.deleteNamespacedCustomObject(
           {
             group,
-            version: VERSION,
+            version,
             namespace,
             plural,
             name,

@@ -2,10 +2,13 @@
 // ID alone, so a retried or concurrent provision of one operation meets the same objects
 // (AlreadyExists) instead of making a second set.
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../../store/canonical-json.ts';
 
 export const GROUP = 'extensions.agents.x-k8s.io';
 export const CORE_GROUP = 'agents.x-k8s.io';
 export const VERSION = 'v1beta1';
+export const CILIUM_GROUP = 'cilium.io';
+export const CILIUM_VERSION = 'v2';
 
 export const LABELS = {
   managedBy: 'app.kubernetes.io/managed-by',
@@ -15,6 +18,7 @@ export const LABELS = {
   providerFence: 'sandlot.dev/provider-fence',
   operationId: 'sandlot.dev/operation-id',
   networkPolicyGeneration: 'sandlot.dev/network-policy-generation',
+  projectHash: 'sandlot.dev/project-hash',
 } as const;
 
 export const MANAGED_BY = 'sandlot';
@@ -32,6 +36,18 @@ export const ANNOTATIONS = {
   workspaceMountPath: 'sandlot.dev/workspace-mount-path',
   workspaceReadOnly: 'sandlot.dev/workspace-read-only',
 } as const;
+
+/**
+ * The project's label value: the first 40 hex digits of SHA-256 over the canonical JSON of
+ * `[tenantId, projectId]` (`["acme","checkout"]`). Pods carry it, and the project's Cilium policies
+ * are labelled and select by it.
+ */
+export function projectHashOf(tenantId: string, projectId: string): string {
+  return createHash('sha256')
+    .update(canonicalJson([tenantId, projectId]))
+    .digest('hex')
+    .slice(0, 40);
+}
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;

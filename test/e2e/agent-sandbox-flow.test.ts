@@ -1,13 +1,19 @@
 // The whole E2 flow (HTTP → actor → worker → provider) with SANDLOT_PROVIDER=agent-sandbox: the
 // production adapter against the fake Kubernetes API, which validates every object against the
-// real Agent Sandbox CRD schemas and runs the claim → Sandbox → Pod controllers.
+// real Agent Sandbox CRD schemas and runs the claim → Sandbox → Pod controllers. Network policies
+// are verified as in production: by reading back the project's CiliumNetworkPolicy planted in the
+// fake, never through the admin route and its table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   NAMESPACE,
   adapterOn,
+  ciliumPolicyObject,
+  refs,
   runtimeClassObject,
+  verifierOn,
   withWorkspaces,
 } from '../../providers/agent-sandbox/fake-cluster-harness.ts';
+import { LABELS } from '../../providers/agent-sandbox/names.ts';
 import { readVolume } from '../../store/workspaces.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/index.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';
@@ -15,10 +21,17 @@ import { buildHarness, type Harness } from '../support/harness.ts';
 import {
   json,
   provisionBody,
-  setupScenario,
   waitForLease,
   waitForLifecycle,
+  type Scenario,
 } from '../support/sandbox-flow.ts';
+import {
+  environmentRows,
+  problemOf,
+  provisionWith,
+  setupCustomScenario,
+  slug,
+} from '../support/sandbox-scenarios.ts';
 
 const EXT = 'extensions.agents.x-k8s.io/v1beta1';
 
@@ -34,6 +47,7 @@ describe('sandbox lifecycle on the Agent Sandbox adapter against the fake Kubern
     h = await buildHarness(handle.db, {
       workers: { callTimeoutMs: 15_000, observeEveryMs: 200 },
       sandboxProvider: withWorkspaces(fake, adapterOn(fake)),
+      networkPolicies: verifierOn(fake),
     });
   });
   afterAll(async () => {
@@ -45,12 +59,21 @@ describe('sandbox lifecycle on the Agent Sandbox adapter against the fake Kubern
   const inNamespace = (kind: string, apiVersion = EXT) =>
     fake.objects.list({ apiVersion, kind }, { namespace: NAMESPACE });
 
+  /** A project with grants and a run selection but no network policy in the table: only Cilium's. */
+  const setup = (project: string, run: string): Promise<Scenario> =>
+    setupCustomScenario(h, { project, run, policyGenerations: [] });
+  const plantPolicy = (project: string, generation: number) =>
+    fake.objects.put(ciliumPolicyObject({ tenantId: 'acme', projectId: project, generation }));
+  const inspect = (s: Scenario, generation: number) =>
+    h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=${generation}`, { token: s.token });
+
   it('provisions a claim to Active with the pod started, then releases it and leaves nothing behind', async () => {
-    const s = await setupScenario(h, { run: 'run-k8s' });
+    const s = await setup('checkout', 'run-k8s');
     const provider = await json<{ providerId: string }>(
       await h.request('GET', '/admin/provider', { token: await h.token('acme', 'ops', { operator: true }) }),
     );
     expect(provider.providerId).toBe('agent-sandbox');
+    plantPolicy('checkout', 1);
 
     const provisioned = await h.request('POST', `${s.base}/sandbox/provision`, {
       token: s.token,
@@ -66,13 +89,35 @@ describe('sandbox lifecycle on the Agent Sandbox adapter against the fake Kubern
     const until = Date.now() + 20_000;
     let ready = false;
     while (!ready && Date.now() < until) {
-      const inspected = await json<{ readyForDispatch: boolean }>(
-        await h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=1`, { token: s.token }),
-      );
+      const inspected = await json<{ readyForDispatch: boolean }>(await inspect(s, 1));
       ready = inspected.readyForDispatch;
       if (!ready) await new Promise((r) => setTimeout(r, 100));
     }
     expect(ready).toBe(true);
+    // The policy read back selects the very Pod the adapter made.
+    const claimName = inNamespace('SandboxClaim')[0]!.metadata.name;
+    const podLabels = fake.objects.get(refs.pod(claimName))?.metadata.labels ?? {};
+    const selector = ciliumPolicyObject({ tenantId: 'acme', projectId: 'checkout', generation: 1 }).spec
+      .endpointSelector.matchLabels;
+    for (const [key, value] of Object.entries(selector)) expect(podLabels[key], key).toBe(value);
+
+    // A policy read that fails is neither verified nor unverified: 503, and asking again works.
+    fake.faults.listErrors('ciliumnetworkpolicies', 1, 500);
+    const unavailable = await inspect(s, 1);
+    expect(unavailable.status).toBe(503);
+    expect(slug(await problemOf(unavailable))).toBe('network-policy-unavailable');
+    expect((await json<{ readyForDispatch: boolean }>(await inspect(s, 1))).readyForDispatch).toBe(true);
+
+    // A newer generation of the project's policy supersedes the lease's: no longer ready.
+    plantPolicy('checkout', 2);
+    const superseded = await json<{
+      readyForDispatch: boolean;
+      networkPolicy: { generation: number; verified: boolean };
+    }>(await inspect(s, 1));
+    expect(superseded).toMatchObject({
+      readyForDispatch: false,
+      networkPolicy: { generation: 1, verified: false },
+    });
 
     const release = await h.request('POST', `${s.base}/release`, {
       token: s.token,
@@ -98,7 +143,8 @@ describe('sandbox lifecycle on the Agent Sandbox adapter against the fake Kubern
   }, 90_000);
 
   it('retires placement when the pod finishes, keeps the Environment Registered, and provisions anew', async () => {
-    const s = await setupScenario(h, { run: 'run-k8s-retire' });
+    const s = await setup('retire', 'run-k8s-retire');
+    plantPolicy('retire', 1);
     await h.request('POST', `${s.base}/sandbox/provision`, {
       token: s.token,
       body: provisionBody(s, 'first'),
@@ -132,5 +178,60 @@ describe('sandbox lifecycle on the Agent Sandbox adapter against the fake Kubern
     expect(again.status).toBe(202);
     expect(await json(again)).toMatchObject({ resourceGeneration: 2, state: 'Provisioning' });
     await waitForLease(h, s, (l) => l['state'] === 'Active' && l['resourceGeneration'] === 2, 30_000);
+  }, 90_000);
+
+  it('refuses to provision until the project’s Cilium policy is read back, and dispatches nothing meanwhile', async () => {
+    const s = await setup('gated', 'run-k8s-gated');
+    // The admin route's table says nothing here: only the Cilium policy counts.
+    const missing = await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: provisionWith(s.volume, 'p-missing'),
+    });
+    expect(missing.status).toBe(409);
+    const problem = await problemOf(missing);
+    expect(slug(problem)).toBe('network-policy-unverified');
+    expect(problem.detail).toMatch(/no CiliumNetworkPolicy in namespace sandlot-test/);
+
+    // A policy that selects the wrong Pods is refused too.
+    const wrong = ciliumPolicyObject(
+      { tenantId: 'acme', projectId: 'gated', generation: 1 },
+      {
+        [LABELS.networkPolicyGeneration]: '1',
+      },
+    );
+    fake.objects.put(wrong);
+    const misselecting = await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: provisionWith(s.volume, 'p-wrong'),
+    });
+    expect(misselecting.status).toBe(409);
+    expect((await problemOf(misselecting)).detail).toMatch(/does not select sandlot\.dev\/project-hash/);
+
+    // The list fails: 503, not a verdict.
+    plantPolicy('gated', 1);
+    fake.faults.listErrors('ciliumnetworkpolicies', 1, 503);
+    const unavailable = await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: provisionWith(s.volume, 'p-unavailable'),
+    });
+    expect(unavailable.status).toBe(503);
+    expect(slug(await problemOf(unavailable))).toBe('network-policy-unavailable');
+
+    const rows = await environmentRows(h.db, s.environmentId);
+    expect(rows.leases).toEqual([]);
+    expect(rows.attempts).toEqual([]);
+    expect(
+      inNamespace('SandboxClaim').filter(
+        (c) => c.metadata.annotations?.['sandlot.dev/environment-id'] === s.environmentId,
+      ),
+    ).toEqual([]);
+
+    const admitted = await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: provisionBody(s, 'p-admitted'),
+    });
+    expect(admitted.status).toBe(202);
+    expect(await json(admitted)).toMatchObject({ networkPolicyGeneration: 1, state: 'Provisioning' });
+    await waitForLease(h, s, (l) => l['state'] === 'Active', 30_000);
   }, 90_000);
 });

@@ -14,6 +14,7 @@ import { simulatedIdentity } from '../../providers/simulated/identity.ts';
 import { SimulatedProvider } from '../../providers/simulated/simulated-provider.ts';
 import type { Database } from '../../store/db.ts';
 import { migrate } from '../../store/migrate.ts';
+import { TableNetworkPolicies } from '../../store/network-policies.ts';
 import { isolatedPostgres, testDatabaseUrl, type IsolatedPostgres } from '../support/databases.ts';
 import {
   fakeAudience,
@@ -91,6 +92,7 @@ describe('production mode (JWKS, HTTP Projects and run selection, PostgreSQL)', 
       provider,
       authority,
       selections: new HttpRunSelections(fake.runSelectionUrl, TIMEOUT_MS),
+      networkPolicies: new TableNetworkPolicies(db),
     });
     app = createApp({
       db,

@@ -2,6 +2,7 @@
 // tokens, so HTTP tests go through exactly the code `sandlot serve` runs.
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
+import type { NetworkPolicyVerifier } from '../../actors/ports.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
 import { createServices, type Services } from '../../actors/services.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
@@ -17,6 +18,7 @@ import { startWorkers, type WorkerHost, type WorkerSettings } from '../../worker
 import type { Database } from '../../store/db.ts';
 import { GrantsAuthority } from '../../store/grants.ts';
 import { migrate } from '../../store/migrate.ts';
+import { TableNetworkPolicies } from '../../store/network-policies.ts';
 import { TableRunSelections } from '../../store/run-selections.ts';
 
 export const issuer = 'sandlot-test';
@@ -43,6 +45,8 @@ export interface HarnessOptions {
   provider?: Omit<SimulatedProviderOptions, 'db' | 'optionsRevision'>;
   /** Run effects against this provider (e.g. the Agent Sandbox adapter on the fake API) instead. */
   sandboxProvider?: SandboxProvider;
+  /** Verify network policies with this (e.g. the Cilium verifier on the fake API); default the table. */
+  networkPolicies?: NetworkPolicyVerifier;
   /** Start workers (in-process queue unless `redisUrl` is given). */
   workers?: WorkerSettings | false;
 }
@@ -58,6 +62,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     provider: active,
     authority,
     selections: new TableRunSelections(db),
+    networkPolicies: options.networkPolicies ?? new TableNetworkPolicies(db),
   });
   const logger = pino({ level: 'silent' });
   const workers =
