@@ -2,7 +2,7 @@
 // WriteProjects and ReadRunSelection before the run selection is read or a provider contacted, and
 // asks again after every asynchronous step and inside the transaction before commit.
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import type { SandboxProvider } from '../providers/provider.ts';
+import type { SandboxProvider, WorkspaceMount } from '../providers/provider.ts';
 import { readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
 import type { Database } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
@@ -49,13 +49,7 @@ export interface SandboxDeps {
 
 export interface ProvisionRequest {
   idempotencyKey: string;
-  workspace: {
-    volumeId: string;
-    resourceGeneration: number;
-    dataGeneration: number;
-    mountPath: string;
-    readOnly: boolean;
-  };
+  workspace: WorkspaceMount;
   networkPolicyGeneration: number;
 }
 

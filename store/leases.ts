@@ -1,5 +1,6 @@
 // Sandbox lease rows. One current lease per Environment is enforced by the partial unique index
 // sandbox_leases_one_current (migration 0002) as well as by the machine; old generations stay.
+import type { WorkspaceMount } from '../providers/provider.ts';
 import type { Queryable } from './db.ts';
 
 export interface LeaseRow {
@@ -15,13 +16,7 @@ export interface LeaseRow {
   providerIdentity: Record<string, unknown>;
   providerOptions: Record<string, unknown>;
   recoveryRequest: Record<string, unknown>;
-  workspace: {
-    volumeId: string;
-    resourceGeneration: number;
-    dataGeneration: number;
-    mountPath: string;
-    readOnly: boolean;
-  };
+  workspace: WorkspaceMount;
   networkPolicyGeneration: number;
   resource: {
     resourceId: string;

@@ -6,7 +6,13 @@ import type { Logger } from 'pino';
 import { beginAttempt, completeAttempt, type AttemptDeps, type AttemptOutcome } from '../actors/attempts.ts';
 import type { ResourceSummary } from '../machines/environment-events.ts';
 import { classifyProviderFailure } from '../providers/errors.ts';
-import type { CallOptions, OwnerBinding, ProviderResource, SandboxProvider } from '../providers/provider.ts';
+import type {
+  CallOptions,
+  OwnerBinding,
+  ProviderResource,
+  SandboxProvider,
+  WorkspaceMount,
+} from '../providers/provider.ts';
 import type { AttemptRow } from '../store/attempts.ts';
 import type { EffectJob, EffectProcessor } from './effect-queue.ts';
 
@@ -19,13 +25,7 @@ export interface EffectProcessorDeps extends AttemptDeps {
 
 interface AttemptRequest {
   ownerHash: string;
-  workspace: {
-    volumeId: string;
-    resourceGeneration: number;
-    dataGeneration: number;
-    mountPath: string;
-    readOnly: boolean;
-  };
+  workspace: WorkspaceMount;
   networkPolicyGeneration: number;
   providerOptions: Record<string, unknown>;
   resourceId: string | null;
