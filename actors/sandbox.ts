@@ -58,6 +58,19 @@ export interface LeaseFences {
   providerFence: number;
 }
 
+function sameProvisionRequest(lease: LeaseRow, request: ProvisionRequest): boolean {
+  const a = lease.workspace;
+  const b = request.workspace;
+  return (
+    lease.networkPolicyGeneration === request.networkPolicyGeneration &&
+    a.volumeId === b.volumeId &&
+    a.resourceGeneration === b.resourceGeneration &&
+    a.dataGeneration === b.dataGeneration &&
+    a.mountPath === b.mountPath &&
+    a.readOnly === b.readOnly
+  );
+}
+
 const sandboxPermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
 
 export class SandboxService {
@@ -101,7 +114,16 @@ export class SandboxService {
     const { db, selections, provider, runtime, networkPolicies } = this.deps;
     const env = await this.#admit(caller, address);
     const replay = await readLeaseByKey(db, env.environmentId, request.idempotencyKey);
-    if (replay !== null) return this.#replay(caller, address, replay);
+    if (replay !== null) {
+      // A key names one request: reusing it for a different one would silently return the wrong lease.
+      if (!sameProvisionRequest(replay, request)) {
+        throw new LeaseConflictError(
+          'idempotency-key-reused',
+          'this idempotency key already provisioned a lease with a different Workspace or network policy generation',
+        );
+      }
+      return this.#replay(caller, address, replay);
+    }
 
     const selection = await requireSelection(selections, caller, address.projectId, address.runId);
     if (selection.selectionHash !== env.runSelectionHash) throw new RunSelectionChangedError(address.runId);

@@ -49,6 +49,12 @@ describe.each(backends)('sandbox lease lifecycle through workers (%s)', (backend
     });
     expect(replay.status).toBe(202);
     expect(await json(replay)).toMatchObject({ operationId: lease['operationId'], resourceGeneration: 1 });
+    const reused = await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: { ...provisionBody(s), workspace: { ...provisionBody(s).workspace, readOnly: true } },
+    });
+    expect(reused.status).toBe(409);
+    expect(await json(reused)).toMatchObject({ type: 'urn:sandlot:problem:idempotency-key-reused' });
 
     await waitForLease(h, s, (l) => l['state'] === 'Active');
     expect((await readVolume(h.db, s.volume.volumeId))?.state).toBe('Attached');
