@@ -10,7 +10,7 @@ import { UsageError } from './usage.ts';
 const usage = `Usage: sandlot <command> [options]
 
 Commands:
-  serve [--port N]                         run the API (and workers) in this process
+  serve [--port N] [--no-workers]          run the API (and, unless --no-workers, the workers)
   worker                                   run effect workers, outbox relay and reconciler (needs DATABASE_URL)
   migrate                                  apply database migrations and exit
   token --tenant T --sub S [--admin] [--ttl 1h]

@@ -6,7 +6,11 @@ import { configFromEnvironment, dataDirOf } from './context.ts';
 import { UsageError, parseOptions } from './usage.ts';
 
 export async function serveCommand(args: string[]): Promise<void> {
-  const options = parseOptions(args, { port: { type: 'string' } });
+  const options = parseOptions(args, {
+    port: { type: 'string' },
+    // An API-only process: effects it commits are published by the workers' outbox relays.
+    'no-workers': { type: 'boolean', default: false },
+  });
   const config = configFromEnvironment();
   if (options.port !== undefined) {
     const port = Number(options.port);
@@ -16,7 +20,10 @@ export async function serveCommand(args: string[]): Promise<void> {
   }
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization', '*.authorization'] });
   logger.info({ config: describeConfig(config) }, 'starting sandlot');
-  const sandlot = await composeSandlot(config, logger);
+  if (options['no-workers'] && config.mode === 'embedded') {
+    throw new UsageError('--no-workers needs DATABASE_URL; in embedded mode this process is the only worker');
+  }
+  const sandlot = await composeSandlot(config, logger, { workers: !options['no-workers'] });
 
   const server = serve({ fetch: sandlot.app.fetch, port: config.port, hostname: config.host }, (info) => {
     logger.info({ address: info.address, port: info.port, mode: config.mode }, 'listening');

@@ -302,6 +302,15 @@ describe('sandlot serve as a child process (embedded)', () => {
     expect(result.stdout).toBe('');
   });
 
+  it('exits 2 for an API-only serve or a worker in embedded mode, where this process is the only worker', async () => {
+    const serve = await runCli(['serve', '--no-workers'], cliEnv(dataDir));
+    expect(serve.code).toBe(2);
+    expect(serve.stderr).toContain('--no-workers needs DATABASE_URL');
+    const worker = await runCli(['worker'], cliEnv(dataDir));
+    expect(worker.code).toBe(2);
+    expect(worker.stderr).toContain('needs DATABASE_URL');
+  });
+
   it('exits 2 on an unknown command', async () => {
     const result = await runCli(['nope'], cliEnv(dataDir));
     expect(result.code).toBe(2);
