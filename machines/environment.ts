@@ -71,6 +71,18 @@ const recoveringRelease = { type: 'setRecovering' as const, params: { what: 'rel
 /** A result of an attempt opened before the last abandon (it settles; it never drives the lease). */
 const staleAny = or([stale('provision'), stale('release')]);
 const recoveringProvision = { type: 'recovering' as const, params: { what: 'provision' as const } };
+/** A new lease (next resource generation) from NoLease, Released or Failed: never a revival. */
+const provisionNewLease = {
+  guard: stateIn({ lifecycle: 'Registered' }),
+  target: 'Provisioning' as const,
+  actions: [
+    'reserveLease' as const,
+    {
+      type: 'record.leaseReserved' as const,
+      params: ({ context }: { context: EnvironmentContext }) => lease(context),
+    },
+  ],
+};
 const terminalSandbox = or([
   stateIn({ sandbox: 'NoLease' }),
   stateIn({ sandbox: 'Released' }),
@@ -174,14 +186,7 @@ export const environmentMachine = setup({
       states: {
         NoLease: {
           on: {
-            'sandbox.provision': {
-              guard: stateIn({ lifecycle: 'Registered' }),
-              target: 'Provisioning',
-              actions: [
-                'reserveLease',
-                { type: 'record.leaseReserved', params: ({ context }) => lease(context) },
-              ],
-            },
+            'sandbox.provision': provisionNewLease,
           },
         },
         Provisioning: {
@@ -367,27 +372,13 @@ export const environmentMachine = setup({
         Released: {
           entry: record('Released'),
           on: {
-            'sandbox.provision': {
-              guard: stateIn({ lifecycle: 'Registered' }),
-              target: 'Provisioning',
-              actions: [
-                'reserveLease',
-                { type: 'record.leaseReserved', params: ({ context }) => lease(context) },
-              ],
-            },
+            'sandbox.provision': provisionNewLease,
           },
         },
         Failed: {
           entry: record('Failed'),
           on: {
-            'sandbox.provision': {
-              guard: stateIn({ lifecycle: 'Registered' }),
-              target: 'Provisioning',
-              actions: [
-                'reserveLease',
-                { type: 'record.leaseReserved', params: ({ context }) => lease(context) },
-              ],
-            },
+            'sandbox.provision': provisionNewLease,
           },
         },
       },
