@@ -1,24 +1,7 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../store/canonical-json.ts';
+import { canonicalJson } from '../lib/canonical-json.ts';
+import { base32 } from '../lib/base32.ts';
 
-// Lower-case RFC 4648 base32 without padding: URL-safe and case-insensitive.
-const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
-
-function base32(bytes: Uint8Array): string {
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const byte of bytes) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += alphabet[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += alphabet[(value << (5 - bits)) & 31];
-  return out;
-}
 
 /**
  * The Environment ID: a stable hash of the canonical (tenant, project, run, idempotency key) tuple,

@@ -9,7 +9,7 @@ import type {
   ProviderEffect,
 } from '../machines/sandbox-context.ts';
 import { insertAttempt, resolveAttempt } from '../store/attempts.ts';
-import { canonicalJson, sha256Hex } from '../store/canonical-json.ts';
+import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import { insertLease, updateLease } from '../store/leases.ts';

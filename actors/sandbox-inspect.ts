@@ -7,7 +7,7 @@ import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { ProviderResource, SandboxProvider } from '../providers/provider.ts';
 import { classifyProviderFailure } from '../providers/errors.ts';
 import { insertAttempt, resolveAttempt } from '../store/attempts.ts';
-import { canonicalJson, sha256Hex } from '../store/canonical-json.ts';
+import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import type { Database } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import type { LeaseRow } from '../store/leases.ts';

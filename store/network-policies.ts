@@ -2,7 +2,7 @@
 // Cilium policy readback a Kubernetes deployment verifies (providers/agent-sandbox/cilium-verifier.ts).
 // The admin route PUT …/network-policies/{generation} writes it; TableNetworkPolicies reads it.
 import type { NetworkPolicyVerdict, NetworkPolicyVerifier } from '../actors/ports.ts';
-import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import type { Queryable } from './db.ts';
 
 export interface NetworkPolicyRow {

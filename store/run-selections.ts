@@ -1,7 +1,7 @@
 // Embedded run selection: immutable once written. An identical second write is a no-op; a
 // different one is refused, because Environments pin the selection hash at registration.
 import type { ProviderCandidate, RunSelection, RunSelectionSource } from '../actors/ports.ts';
-import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import type { Database, Queryable } from './db.ts';
 
 export function selectionHash(candidates: readonly ProviderCandidate[]): string {

@@ -2,7 +2,8 @@
 // ID alone, so a retried or concurrent provision of one operation meets the same objects
 // (AlreadyExists) instead of making a second set.
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../../store/canonical-json.ts';
+import { canonicalJson } from '../../lib/canonical-json.ts';
+import { base32 } from '../../lib/base32.ts';
 
 export const GROUP = 'extensions.agents.x-k8s.io';
 export const CORE_GROUP = 'agents.x-k8s.io';
@@ -55,24 +56,6 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 export const isDnsLabel = (value: string): boolean => value.length <= 63 && DNS_LABEL.test(value);
 export const isLabelValue = (value: string): boolean => value.length <= 63 && LABEL_VALUE.test(value);
 
-// Lower-case RFC 4648 base32 without padding: only [a-z2-7], so always valid in a DNS label.
-const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
-
-export function base32(bytes: Uint8Array): string {
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const byte of bytes) {
-    value = ((value << 8) | byte) & 0xffff;
-    bits += 8;
-    while (bits >= 5) {
-      out += alphabet[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += alphabet[(value << (5 - bits)) & 31];
-  return out;
-}
 
 export interface ObjectNames {
   claim: string;

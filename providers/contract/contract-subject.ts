@@ -1,7 +1,7 @@
 // What a provider brings to the contract suite, and the fixtures the cases share. Every case makes
 // its own owner (random tenant, run and operation), so cases can share one provider and one store.
 import { randomBytes } from 'node:crypto';
-import { canonicalJson, sha256Hex } from '../../store/canonical-json.ts';
+import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import type {
   CallOptions,
   DescribeResult,

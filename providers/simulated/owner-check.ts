@@ -1,6 +1,6 @@
 // Ownership as the simulated provider enforces it: the stored binding must equal the caller's in
 // every field, the way the Kubernetes adapter compares every ownership label and the UID.
-import { canonicalJson } from '../../store/canonical-json.ts';
+import { canonicalJson } from '../../lib/canonical-json.ts';
 import { definitive, ownership } from '../errors.ts';
 import type { OwnerBinding } from '../provider.ts';
 
