@@ -1,11 +1,39 @@
 import { defineConfig } from 'vitest/config';
 
+const allTests = ['test/**/*.test.ts', 'providers/**/*.test.ts'];
+
+// Fast tests: no database, no Redis, no sockets, no child processes. Everything else, and any test
+// file not named here, is an integration test.
+const unitTests = [
+  'test/unit/**/*.test.ts',
+  'test/fakes/kube-api/parsers.test.ts',
+  'providers/agent-sandbox/builders.test.ts',
+  'providers/agent-sandbox/kube-errors.test.ts',
+  'providers/agent-sandbox/names.test.ts',
+  'providers/agent-sandbox/options.test.ts',
+  'providers/simulated/fault-plan.test.ts',
+];
+
+// Both projects share one pool of two forked workers (vitest needs equal maxWorkers to run the
+// projects side by side).
+const shared = { testTimeout: 30_000, hookTimeout: 30_000, pool: 'forks', maxWorkers: 2 } as const;
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'providers/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
-    pool: 'forks',
-    maxWorkers: 2,
+    // Once per run, whichever projects run: reports the CRD tests skipped for want of the schemas.
+    globalSetup: ['test/support/crd-notice.ts'],
+    projects: [
+      {
+        test: { name: 'unit', include: unitTests, ...shared },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: allTests,
+          exclude: unitTests,
+          ...shared,
+        },
+      },
+    ],
   },
 });

@@ -1,28 +1,41 @@
-// The worker's side of the actor protocol for provider attempts. Two short transactions around the
-// provider call, both under the Environment's advisory lock:
-//   begin: Pending → Dispatched only while the lease is current with the attempt's fences and in
-//          the state that declared it; otherwise Superseded without calling the provider.
+// The runner's side of the actor protocol for provider attempts: begin, complete and expire are
+// steps through the runtime's one entry point (lock, reads and writes, transition, CAS, journal,
+// outbox, hand-off, quarantine), never transactions of their own.
+//   begin:    Pending → Dispatched only while the lease is current with the attempt's fences and in
+//             the state that declared it; otherwise Superseded without calling the provider.
 //   complete: the exact result is recorded and delivered to the machine in one commit.
+//   expire:   a Dispatched attempt past its deadline becomes Unknown (the reconciler's move).
 import type { EnvironmentEvent, ResourceSummary } from '../machines/environment-events.ts';
-import { acknowledgeAttemptOutbox as acknowledgeAttempt } from '../store/outbox-relay-queries.ts';
-import { markDispatched, readAttempt, resolveAttempt, type AttemptRow } from '../store/attempts.ts';
-import type { Database, Queryable } from '../store/db.ts';
-import { lockEnvironment, quarantineEnvironment } from '../store/environments.ts';
+import type { EffectKind } from '../machines/environment-effects.ts';
+import {
+  markDispatched,
+  readAttempt,
+  readAttemptEnvironment,
+  resolveAttempt,
+  type AttemptRow,
+} from '../store/attempts.ts';
+import type { Queryable } from '../store/db.ts';
 import { readCurrentLease, type LeaseRow } from '../store/leases.ts';
-import type { OutboxRow } from '../store/outbox.ts';
-import { SnapshotQuarantinedError } from './errors.ts';
+import { acknowledgeAttemptOutbox } from '../store/outbox-relay-queries.ts';
 import type { ActorRuntime } from './runtime.ts';
 
 /** The lease state an attempt kind may run in: the state is the gate. */
-const gateState: Record<string, string> = {
+const gateState: Record<EffectKind, string> = {
   provision: 'Provisioning',
   release: 'Releasing',
   listOwned: 'ReconciliationRequired',
+  describe: 'Active',
 };
 
 export type BeginResult =
   | { dispatch: true; attempt: AttemptRow; lease: LeaseRow; deadline: Date }
   | { dispatch: false; reason: 'missing' | 'not-pending' | 'superseded' };
+
+/** What an exact describe saw: the resource's phase, or that the provider answered it is absent. */
+export type Observation =
+  | { present: true; phase: 'pending' | 'scheduled' | 'image-ready' | 'started'; finished: Finished | null }
+  | { present: false };
+type Finished = 'PodSucceeded' | 'PodFailed';
 
 export type AttemptOutcome =
   | {
@@ -30,19 +43,20 @@ export type AttemptOutcome =
       resource?: ResourceSummary;
       receipt?: Record<string, unknown>;
       resources?: ResourceSummary[];
+      observation?: Observation;
     }
   | { state: 'Failed' | 'Unknown'; error: { code: string; message: string } };
 
 export interface AttemptDeps {
-  db: Database;
+  db: Queryable;
   runtime: ActorRuntime<EnvironmentEvent>;
   /** Who is acting, for the journal (`worker:<host>:<pid>`). */
   actor: string;
 }
 
-const fencesOf = (a: AttemptRow) => ({
+const fencesOf = (a: AttemptRow, kind: 'provision' | 'release' | 'listOwned') => ({
   attemptId: a.attemptId,
-  kind: a.kind as 'provision' | 'release' | 'listOwned',
+  kind,
   resourceGeneration: a.resourceGeneration,
   providerFence: a.providerFence,
   fencingGeneration: a.fencingGeneration,
@@ -58,127 +72,127 @@ function stillCurrent(attempt: AttemptRow, lease: LeaseRow | null): lease is Lea
   );
 }
 
-async function lockedAttempt(tx: Queryable, attemptId: string): Promise<AttemptRow | null> {
-  const first = await readAttempt(tx, attemptId);
-  if (first === null) return null;
-  await lockEnvironment(tx, first.environmentId);
-  return readAttempt(tx, attemptId);
+/** Runs `body` as a runtime step on the attempt's Environment, with the attempt read under its lock. */
+async function onAttempt<T>(
+  deps: AttemptDeps,
+  attemptId: string,
+  missing: T,
+  body: (tx: Queryable, attempt: AttemptRow) => Promise<{ event: EnvironmentEvent | null; value: T }>,
+): Promise<T> {
+  // The Environment of an attempt never changes, so it may be read before the lock.
+  const environmentId = await readAttemptEnvironment(deps.db, attemptId);
+  if (environmentId === null) return missing;
+  const { value } = await deps.runtime.step(
+    environmentId,
+    async (tx) => {
+      const attempt = await readAttempt(tx, attemptId);
+      return attempt === null ? { event: null, value: missing } : body(tx, attempt);
+    },
+    { actor: deps.actor },
+  );
+  return value;
 }
 
-export async function beginAttempt(
+export function beginAttempt(
   deps: AttemptDeps,
   attemptId: string,
   callTimeoutMs: number,
 ): Promise<BeginResult> {
-  let effects: OutboxRow[] = [];
-  const result = await deps.db.transaction(async (tx): Promise<BeginResult> => {
-    const attempt = await lockedAttempt(tx, attemptId);
-    if (attempt === null) return { dispatch: false, reason: 'missing' };
-    // Re-delivery of a dispatched or resolved attempt is a no-op; the reconciler owns overdue ones.
-    if (attempt.state !== 'Pending') {
-      await acknowledgeAttempt(tx, attemptId);
-      return { dispatch: false, reason: 'not-pending' };
-    }
-    await acknowledgeAttempt(tx, attemptId);
-    const lease = await readCurrentLease(tx, attempt.environmentId);
-    if (!stillCurrent(attempt, lease)) {
-      await resolveAttempt(tx, attemptId, {
-        state: 'Superseded',
-        resolution: 'lease moved on before dispatch',
-      });
-      const outcome = await deps.runtime.sendWithin(
-        tx,
-        attempt.environmentId,
-        { type: 'provider.superseded', ...fencesOf(attempt) },
-        { actor: deps.actor },
-      );
-      if (outcome.accepted) effects = outcome.effects;
-      return { dispatch: false, reason: 'superseded' };
-    }
-    const deadline = new Date(Date.now() + callTimeoutMs);
-    await markDispatched(tx, attemptId, deadline);
-    return { dispatch: true, attempt, lease, deadline };
-  });
-  deps.runtime.handOff(effects);
-  return result;
+  return onAttempt<BeginResult>(
+    deps,
+    attemptId,
+    { dispatch: false, reason: 'missing' },
+    async (tx, attempt) => {
+      await acknowledgeAttemptOutbox(tx, attemptId);
+      // Re-delivery of a dispatched or resolved attempt is a no-op; the reconciler owns overdue ones.
+      if (attempt.state !== 'Pending')
+        return { event: null, value: { dispatch: false, reason: 'not-pending' } };
+      const lease = await readCurrentLease(tx, attempt.environmentId);
+      if (!stillCurrent(attempt, lease)) {
+        await resolveAttempt(tx, attemptId, {
+          state: 'Superseded',
+          resolution: 'lease moved on before dispatch',
+        });
+        const value = { dispatch: false, reason: 'superseded' } as const;
+        // A describe blocks nothing, so the machine has nothing to settle.
+        if (attempt.kind === 'describe') return { event: null, value };
+        return { event: { type: 'provider.superseded', ...fencesOf(attempt, attempt.kind) }, value };
+      }
+      const deadline = new Date(Date.now() + callTimeoutMs);
+      await markDispatched(tx, attemptId, deadline);
+      return { event: null, value: { dispatch: true, attempt, lease, deadline } };
+    },
+  );
 }
 
 /** Records the exact outcome and delivers it to the machine in the same transaction. */
-export async function completeAttempt(
+export function completeAttempt(
   deps: AttemptDeps,
   attemptId: string,
   outcome: AttemptOutcome,
 ): Promise<boolean> {
-  let effects: OutboxRow[] = [];
-  const record = (tx: Queryable) =>
-    outcome.state === 'Succeeded'
-      ? resolveAttempt(tx, attemptId, {
-          state: 'Succeeded',
-          receipt: outcome.receipt ?? outcome.resource ?? outcome.resources ?? null,
-        })
-      : resolveAttempt(tx, attemptId, { state: outcome.state, error: outcome.error });
-  const deliver = async (tx: Queryable) => {
-    const attempt = await lockedAttempt(tx, attemptId);
+  return onAttempt(deps, attemptId, false, async (tx, attempt) => {
     // Already settled (for instance by reconciliation): a late duplicate changes nothing.
-    if (attempt === null || (attempt.state !== 'Dispatched' && attempt.state !== 'Unknown')) return false;
-    await record(tx);
+    if (attempt.state !== 'Dispatched' && attempt.state !== 'Unknown') return { event: null, value: false };
+    if (outcome.state === 'Succeeded') {
+      await resolveAttempt(tx, attemptId, {
+        state: 'Succeeded',
+        receipt: outcome.receipt ?? outcome.resource ?? outcome.resources ?? outcome.observation ?? null,
+      });
+    } else {
+      await resolveAttempt(tx, attemptId, { state: outcome.state, error: outcome.error });
+    }
+    if (attempt.kind === 'describe') {
+      const lease = await readCurrentLease(tx, attempt.environmentId);
+      return { event: observedEvent(attempt, lease, outcome), value: true };
+    }
     const event: EnvironmentEvent =
       outcome.state === 'Succeeded'
         ? {
             type: 'provider.succeeded',
-            ...fencesOf(attempt),
+            ...fencesOf(attempt, attempt.kind),
             resource: outcome.resource ?? null,
             receipt: outcome.receipt ?? null,
             resources: outcome.resources ?? null,
           }
         : {
             type: outcome.state === 'Failed' ? 'provider.failed' : 'provider.unknown',
-            ...fencesOf(attempt),
+            ...fencesOf(attempt, attempt.kind),
             error: outcome.error,
           };
-    const sent = await deps.runtime.sendWithin(tx, attempt.environmentId, event, { actor: deps.actor });
-    if (sent.accepted) effects = sent.effects;
-    return true;
+    return { event, value: true };
+  });
+}
+
+/**
+ * A describe tells the machine only what changed: a new phase, or a finished run (which retires
+ * placement). An absent resource or a failed describe proves nothing here and sends nothing.
+ */
+function observedEvent(attempt: AttemptRow, lease: LeaseRow | null, outcome: AttemptOutcome) {
+  if (outcome.state !== 'Succeeded' || outcome.observation?.present !== true) return null;
+  const { phase, finished } = outcome.observation;
+  if (phase === lease?.resource?.phase && finished === null) return null;
+  const event: EnvironmentEvent = {
+    type: 'sandbox.observed',
+    resourceGeneration: attempt.resourceGeneration,
+    providerFence: attempt.providerFence,
+    phase,
+    finished,
   };
-  let delivered: boolean;
-  try {
-    delivered = await deps.db.transaction(deliver);
-  } catch (error) {
-    if (!(error instanceof SnapshotQuarantinedError)) throw error;
-    // The Environment cannot take the event, but the exact result must still be kept, and the
-    // quarantine mark must survive (the failed transaction rolled both back).
-    await deps.db.transaction(async (tx) => {
-      const attempt = await lockedAttempt(tx, attemptId);
-      if (attempt?.state === 'Dispatched' || attempt?.state === 'Unknown') await record(tx);
-      await quarantineEnvironment(tx, error.environmentId, error.reason);
-    });
-    throw error;
-  }
-  deps.runtime.handOff(effects);
-  return delivered;
+  return event;
 }
 
 /** The reconciler's move for an attempt stuck in Dispatched past its deadline. */
-export async function expireAttempt(deps: AttemptDeps, attemptId: string, now: Date): Promise<boolean> {
-  let effects: OutboxRow[] = [];
-  const expired = await deps.db.transaction(async (tx) => {
-    const attempt = await lockedAttempt(tx, attemptId);
-    if (attempt?.state !== 'Dispatched' || attempt.deadlineAt === null || new Date(attempt.deadlineAt) >= now)
-      return false;
+export function expireAttempt(deps: AttemptDeps, attemptId: string, now: Date): Promise<boolean> {
+  return onAttempt(deps, attemptId, false, async (tx, attempt) => {
+    if (attempt.state !== 'Dispatched' || attempt.deadlineAt === null || new Date(attempt.deadlineAt) >= now)
+      return { event: null, value: false };
     const error = {
       code: 'deadline-passed',
       message: 'no result before the attempt deadline; outcome unknown',
     };
     await resolveAttempt(tx, attemptId, { state: 'Unknown', error });
-    const sent = await deps.runtime.sendWithin(
-      tx,
-      attempt.environmentId,
-      { type: 'provider.unknown', ...fencesOf(attempt), error },
-      { actor: deps.actor },
-    );
-    if (sent.accepted) effects = sent.effects;
-    return true;
+    if (attempt.kind === 'describe') return { event: null, value: true };
+    return { event: { type: 'provider.unknown', ...fencesOf(attempt, attempt.kind), error }, value: true };
   });
-  deps.runtime.handOff(effects);
-  return expired;
 }

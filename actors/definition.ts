@@ -24,14 +24,15 @@ export interface ActorDefinition<TEvent extends { type: string } = { type: strin
   project(snapshot: AnyMachineSnapshot): Projection;
   fences(event: TEvent): EventFences;
   /**
-   * Performs a `record.*` action (derived rows: leases, attempts, attachments) or prepares an
-   * `effect.*` one (its attempt row) inside the transition's transaction, before the outbox row.
+   * Performs the transition's `record.*` actions (derived rows: leases, attempts, attachments) and
+   * prepares its `effect.*` ones (their attempt rows) inside the transition's transaction, before
+   * the outbox rows. Gets them all at once, in order, so a row named twice is written once.
    * Throwing rolls the whole transition back.
    */
-  applyAction?(
+  applyActions?(
     tx: Queryable,
     row: EnvironmentRow,
-    action: DeclaredAction,
+    actions: readonly DeclaredAction[],
     event: TEvent | InitEvent,
   ): Promise<void>;
 }

@@ -1,9 +1,9 @@
 import type { AnyMachineSnapshot } from 'xstate';
 import { environmentMachine } from '../machines/environment.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import type { EnvironmentContext } from '../machines/environment.ts';
+import type { EnvironmentContext } from '../machines/environment-context.ts';
 import type { ActorDefinition } from './definition.ts';
-import { applyEnvironmentAction } from './environment-records.ts';
+import { applyEnvironmentActions } from './environment-records.ts';
 
 export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
   machine: environmentMachine,
@@ -14,7 +14,7 @@ export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
     const context = snapshot.context as EnvironmentContext;
     return { lifecycleState: value.lifecycle, lifecycleGeneration: context.lifecycleGeneration };
   },
-  applyAction: applyEnvironmentAction,
+  applyActions: applyEnvironmentActions,
   fences(event) {
     return event.type === 'environment.release'
       ? { lifecycleGeneration: event.expectedLifecycleGeneration }

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../lib/canonical-json.ts';
 import { base32 } from '../lib/base32.ts';
 
-
 /**
  * The Environment ID: a stable hash of the canonical (tenant, project, run, idempotency key) tuple,
  * so a retried registration lands on the same actor in every process without a lookup.

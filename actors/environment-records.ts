@@ -1,47 +1,80 @@
 // Derived rows of the Environment machine, written in the transition's transaction: the lease row
 // (one current per Environment), the Workspace attachment CAS, and an attempt row for every
 // provider effect, so no provider call can happen without a durable attempt written before it.
+// Actions arrive parsed by the machine's own schemas, and each lease row is written once per
+// transition: a reservation and the state entered with it are one INSERT, several records of the
+// same lease one UPDATE.
+import {
+  attemptResolutionSchema,
+  leaseRecordSchema,
+  leaseReservationSchema,
+  providerEffectSchema,
+  type LeaseRecord,
+  type LeaseReservation,
+  type ProviderEffect,
+} from '../machines/environment-effects.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import type {
-  AttemptResolution,
-  LeaseContext,
-  LeaseRecord,
-  ProviderEffect,
-} from '../machines/sandbox-context.ts';
-import { insertAttempt, resolveAttempt } from '../store/attempts.ts';
 import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
+import { insertAttempt, resolveAttempt } from '../store/attempts.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
-import { insertLease, updateLease } from '../store/leases.ts';
+import { insertLease, markLeaseObserved, readLeaseWorkspace, updateLease } from '../store/leases.ts';
 import { attachVolume, detachVolume } from '../store/workspaces.ts';
 import type { DeclaredAction, InitEvent } from './definition.ts';
 import { WorkspaceConflictError } from './errors.ts';
 
-export async function applyEnvironmentAction(
+export async function applyEnvironmentActions(
   tx: Queryable,
   row: EnvironmentRow,
-  action: DeclaredAction,
+  actions: readonly DeclaredAction[],
   event: EnvironmentEvent | InitEvent,
 ): Promise<void> {
-  switch (action.type) {
-    case 'record.leaseReserved':
-      return reserveLease(tx, row, action.params as LeaseContext, event);
-    case 'record.lease':
-      return recordLease(tx, row, action.params as LeaseRecord);
-    case 'record.attemptsResolved':
-      for (const r of action.params as AttemptResolution[]) {
-        await resolveAttempt(tx, r.attemptId, { state: r.state, resolution: r.resolution });
+  let reservation: LeaseReservation | null = null;
+  const records = new Map<number, LeaseRecord>();
+  const resolutions = [];
+  const effects: ProviderEffect[] = [];
+  for (const action of actions) {
+    switch (action.type) {
+      case 'record.leaseReserved':
+        reservation = leaseReservationSchema.parse(action.params);
+        break;
+      case 'record.lease': {
+        const record = leaseRecordSchema.parse(action.params);
+        const earlier = records.get(record.resourceGeneration);
+        records.set(record.resourceGeneration, {
+          ...record,
+          releaseReceipt: record.releaseReceipt ?? earlier?.releaseReceipt ?? null,
+        });
+        break;
       }
-      return;
-    case 'effect.provider':
-      return openAttempt(tx, row, action.params as ProviderEffect);
+      case 'record.attemptsResolved':
+        resolutions.push(...attemptResolutionSchema.array().parse(action.params));
+        break;
+      case 'effect.provider':
+        effects.push(providerEffectSchema.parse(action.params));
+        break;
+      default:
+        throw new Error(`no writer for declared action ${action.type}`);
+    }
   }
+
+  if (reservation !== null) {
+    const first = records.get(reservation.resourceGeneration);
+    records.delete(reservation.resourceGeneration);
+    await reserveLease(tx, row, reservation, first, event);
+  }
+  for (const record of records.values()) await recordLease(tx, row, record);
+  for (const r of resolutions) {
+    await resolveAttempt(tx, r.attemptId, { state: r.state, resolution: r.resolution });
+  }
+  for (const effect of effects) await openAttempt(tx, row, effect);
 }
 
 async function reserveLease(
   tx: Queryable,
   row: EnvironmentRow,
-  lease: LeaseContext,
+  lease: LeaseReservation,
+  first: LeaseRecord | undefined,
   event: EnvironmentEvent | InitEvent,
 ) {
   if (event.type !== 'sandbox.provision') throw new Error('a lease is reserved only by sandbox.provision');
@@ -51,7 +84,8 @@ async function reserveLease(
     operationId: lease.operationId,
     lifecycleGeneration: lease.lifecycleGeneration,
     providerFence: lease.providerFence,
-    currentFencingGeneration: lease.currentFencingGeneration,
+    currentFencingGeneration: first?.currentFencingGeneration ?? lease.currentFencingGeneration,
+    state: first?.state ?? 'Provisioning',
     idempotencyKey: lease.idempotencyKey,
     runSelection: event.runSelection,
     providerIdentity: event.providerIdentity,
@@ -64,6 +98,9 @@ async function reserveLease(
     },
     workspace: lease.workspace,
     networkPolicyGeneration: lease.networkPolicyGeneration,
+    resource: first?.resource ?? null,
+    releaseReceipt: first?.releaseReceipt ?? null,
+    failure: first?.failure ?? null,
     revision: row.revision,
   });
   const attached = await attachVolume(tx, {
@@ -80,18 +117,17 @@ async function recordLease(tx: Queryable, row: EnvironmentRow, record: LeaseReco
   await updateLease(tx, { environmentId: row.environmentId, ...record, revision: row.revision });
   // Released is reached only on exact proof (a release receipt, or an exact listOwned showing the
   // resource absent); Failed only when the provider proved nothing was created. Then detach.
-  const confirmedGone = record.state === 'Released' || record.state === 'Failed';
-  if (confirmedGone) {
-    const { rows } = await tx.query<{ volumeId: string }>(
-      `SELECT workspace->>'volumeId' AS "volumeId" FROM sandbox_leases WHERE environment_id = $1 AND resource_generation = $2`,
-      [row.environmentId, record.resourceGeneration],
-    );
-    const volumeId = rows[0]?.volumeId;
-    if (volumeId !== undefined) await detachVolume(tx, volumeId, record.resourceGeneration);
+  if (record.state === 'Released' || record.state === 'Failed') {
+    const volumeId = await readLeaseWorkspace(tx, row.environmentId, record.resourceGeneration);
+    if (volumeId !== null) await detachVolume(tx, volumeId, record.resourceGeneration);
   }
 }
 
 async function openAttempt(tx: Queryable, row: EnvironmentRow, effect: ProviderEffect) {
+  // The observer's ordering key: a lease just asked about goes to the back of its list.
+  if (effect.kind === 'describe') {
+    await markLeaseObserved(tx, row.environmentId, effect.fences.resourceGeneration);
+  }
   await insertAttempt(tx, {
     attemptId: effect.attemptId,
     environmentId: row.environmentId,

@@ -1,35 +1,58 @@
-// The actor runtime's error taxonomy. Each has a stable `code` so callers (HTTP, workers) map it
-// without string matching; `name` is set because errors cross process boundaries.
+// The actor runtime's errors. Each class declares its code (also its problem type), its HTTP status
+// and title, and which of its fields a caller may see, so the HTTP layer maps it without a table.
+// Actor messages are written for callers (they name fences, states and IDs of the caller's own
+// tenant, never a credential), so they are shown as the problem's `detail`.
+import { SandlotError } from '../lib/errors.ts';
 
-export class ActorError extends Error {
+export class ActorError extends SandlotError {
+  /** A subclass that declares nothing is a bug: it answers as a 500 that shows nothing. */
+  readonly status: number = 500;
+  readonly title: string = 'Internal error';
+
   constructor(
     readonly code: string,
     message: string,
   ) {
     super(message);
-    this.name = new.target.name;
+  }
+
+  override get detail(): string {
+    return this.message;
   }
 }
 
 export class EnvironmentNotFoundError extends ActorError {
+  override readonly status = 404;
+  override readonly title = 'Environment not found';
   constructor(readonly environmentId: string) {
     super('environment-not-found', `Environment ${environmentId} does not exist`);
   }
 }
 
-/** A fence the event carries is not the one stored: the sender acted on an old view. */
+/**
+ * A fence the event carries is not the one stored: the sender acted on an old view. The runtime
+ * checks one fence, the lifecycle generation, hence the code.
+ */
 export class StaleFenceError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Lifecycle generation mismatch';
   constructor(
     readonly fence: string,
     readonly expected: number,
     readonly actual: number,
   ) {
-    super('stale-fence', `${fence} is ${actual}, the event expected ${expected}`);
+    super('lifecycle-generation-mismatch', `${fence} is ${actual}, the event expected ${expected}`);
+  }
+
+  override get extensions() {
+    return { expectedLifecycleGeneration: this.expected, currentLifecycleGeneration: this.actual };
   }
 }
 
 /** The stored snapshot could not be restored; the row is quarantined, never reset. */
 export class SnapshotQuarantinedError extends ActorError {
+  override readonly status = 503;
+  override readonly title = 'Environment unavailable';
   constructor(
     readonly environmentId: string,
     readonly reason: string,
@@ -40,6 +63,8 @@ export class SnapshotQuarantinedError extends ActorError {
 
 /** A newer binary wrote this snapshot; this process must not touch it. */
 export class MachineVersionUnsupportedError extends ActorError {
+  override readonly status = 503;
+  override readonly title = 'Environment unavailable';
   constructor(
     readonly stored: number,
     readonly supported: number,
@@ -50,6 +75,8 @@ export class MachineVersionUnsupportedError extends ActorError {
 
 /** The revision compare-and-swap failed although the lock was held: a bug or a foreign writer. */
 export class RevisionConflictError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Conflict';
   constructor(
     readonly environmentId: string,
     readonly expectedRevision: number,
@@ -60,12 +87,16 @@ export class RevisionConflictError extends ActorError {
 
 /** The caller lacks a permission on a project of its own tenant. */
 export class ForbiddenError extends ActorError {
+  override readonly status = 403;
+  override readonly title = 'Forbidden';
   constructor(readonly missing: readonly string[]) {
     super('forbidden', `missing permission ${missing.join(', ')}`);
   }
 }
 
 export class RunSelectionMissingError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Run selection missing';
   constructor(readonly runId: string) {
     super('run-selection-missing', `run ${runId} has no provider selection`);
   }
@@ -73,6 +104,8 @@ export class RunSelectionMissingError extends ActorError {
 
 /** The run selection differs from the one the Environment pinned at registration. */
 export class RunSelectionChangedError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Run selection changed';
   constructor(readonly runId: string) {
     super(
       'run-selection-changed',
@@ -83,13 +116,21 @@ export class RunSelectionChangedError extends ActorError {
 
 /** A release under another idempotency key already moved the Environment on. */
 export class ReleaseConflictError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Release already requested';
   constructor(readonly state: string) {
     super('release-conflict', `the Environment is already ${state} under a different idempotency key`);
+  }
+
+  override get extensions() {
+    return { state: this.state };
   }
 }
 
 /** The Workspace is not the exact Available generation the request named. */
 export class WorkspaceConflictError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Workspace unavailable';
   constructor(readonly volumeId: string) {
     super(
       'workspace-unavailable',
@@ -98,31 +139,50 @@ export class WorkspaceConflictError extends ActorError {
   }
 }
 
-/** The run selection does not name exactly one exclusive candidate matching the configured provider. */
+/**
+ * The run selection does not name exactly one exclusive candidate matching the configured provider.
+ * A mismatch conflicts with the configured provider (409); no usable candidate is unprocessable (422).
+ */
 export class ProviderSelectionError extends ActorError {
+  override readonly status: 409 | 422;
+  override readonly title = 'Provider selection unusable';
   constructor(
     readonly reason: 'no-exclusive-candidate' | 'several-exclusive-candidates' | 'mismatch',
     readonly mismatches: readonly { field: string; selected: unknown; configured: unknown }[],
     message: string,
   ) {
     super(reason === 'mismatch' ? 'provider-selection-mismatch' : 'provider-selection-invalid', message);
+    this.status = reason === 'mismatch' ? 409 : 422;
+  }
+
+  override get extensions() {
+    return { mismatches: this.mismatches };
   }
 }
 
 export class NetworkPolicyUnverifiedError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Network policy not verified';
   constructor(message: string) {
     super('network-policy-unverified', message);
   }
 }
 
-/** A lease (or the Environment) is not in a state that accepts this request. */
+/**
+ * A lease (or the Environment) is not in a state that accepts this request. The code says which
+ * state (`lease-conflict`, `lease-not-abandonable`, `environment-not-registered`, ...).
+ */
 export class LeaseConflictError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Conflict';
   constructor(code: string, message: string) {
     super(code, message);
   }
 }
 
 export class LeaseNotFoundError extends ActorError {
+  override readonly status = 404;
+  override readonly title = 'Lease not found';
   constructor(message: string) {
     super('lease-not-found', message);
   }
@@ -130,20 +190,32 @@ export class LeaseNotFoundError extends ActorError {
 
 /** The request named a resource generation or provider fence that is not the current one. */
 export class StaleLeaseFenceError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Stale lease fence';
   constructor(
     readonly current: { resourceGeneration: number; providerFence: number } | null,
     message: string,
   ) {
     super('stale-fence', message);
   }
+
+  override get extensions() {
+    return { current: this.current };
+  }
 }
 
 /** Unresolved provider attempts (or a reconciliation in flight) block Environment release. */
 export class ReleaseBlockedError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Release blocked';
   constructor(readonly unresolvedAttempts: readonly string[]) {
     super(
       'release-blocked',
       `release waits for ${unresolvedAttempts.length} unresolved provider attempt(s); reconcile them first`,
     );
+  }
+
+  override get extensions() {
+    return { unresolvedAttempts: this.unresolvedAttempts };
   }
 }

@@ -1,10 +1,9 @@
 // The Environment's journal as callers may read it: each transition with the event's fences and
 // identifiers, never the provider options, run selection or receipts some events carry.
-import type { Database } from '../store/db.ts';
 import { readJournal } from '../store/journal.ts';
-import { requirePermissions } from './authority.ts';
+import { Guard, type AuthorityDeps } from './guard.ts';
 import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
-import type { Caller, ProjectsAuthority } from './ports.ts';
+import type { Caller } from './ports.ts';
 
 export interface JournalView {
   revision: number;
@@ -39,21 +38,22 @@ function visible(event: unknown): Record<string, unknown> {
   return shown;
 }
 
-export async function readEnvironmentJournal(
-  deps: { db: Database; authority: ProjectsAuthority },
-  caller: Caller,
-  address: EnvironmentAddress,
-): Promise<JournalView[]> {
-  await requirePermissions(deps.authority, caller, address.projectId, ['ReadProjects']);
-  await readOwnedEnvironment(deps.db, caller, address);
-  const entries = await readJournal(deps.db, address.environmentId);
-  await requirePermissions(deps.authority, caller, address.projectId, ['ReadProjects']);
-  return entries.map((e) => ({
-    revision: e.revision,
-    event: visible(e.event),
-    from: e.fromState,
-    to: e.toState,
-    actor: e.actor,
-    recordedAt: new Date(e.recordedAt).toISOString(),
-  }));
+export class JournalService {
+  constructor(private readonly deps: AuthorityDeps) {}
+
+  async read(caller: Caller, address: EnvironmentAddress): Promise<JournalView[]> {
+    const guard = new Guard(this.deps, caller, address.projectId, ['ReadProjects']);
+    const entries = await guard.around(async () => {
+      await readOwnedEnvironment(this.deps.db, caller, address);
+      return readJournal(this.deps.db, address.environmentId);
+    });
+    return entries.map((e) => ({
+      revision: e.revision,
+      event: visible(e.event),
+      from: e.fromState,
+      to: e.toState,
+      actor: e.actor,
+      recordedAt: new Date(e.recordedAt).toISOString(),
+    }));
+  }
 }

@@ -1,13 +1,13 @@
 // Environment lifecycle use cases: register, release, read. Authority is asked before any read,
-// again after every asynchronous wait, and once more inside the transaction before commit.
+// again after every asynchronous wait, and once more inside the transaction before commit (Guard).
+import type { EnvironmentContext, LifecycleState } from '../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import type { EnvironmentContext, LifecycleState } from '../machines/environment.ts';
-import type { Database } from '../store/db.ts';
+import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
-import { requirePermissions, requirePinnedSelection, requireSelection } from './authority.ts';
 import { environmentIdOf } from './environment-id.ts';
 import { ReleaseBlockedError, ReleaseConflictError } from './errors.ts';
-import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
+import { Guard } from './guard.ts';
+import type { EnvironmentAddress } from './owned.ts';
 import type { Caller, Permission, ProjectsAuthority, RunSelectionSource } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
 
@@ -26,7 +26,7 @@ export interface LifecycleView {
 export type { EnvironmentAddress } from './owned.ts';
 
 export interface LifecycleDeps {
-  db: Database;
+  db: Queryable;
   runtime: ActorRuntime<EnvironmentEvent>;
   authority: ProjectsAuthority;
   selections: RunSelectionSource;
@@ -51,29 +51,25 @@ export function viewOf(row: EnvironmentRow): LifecycleView {
 export class LifecycleService {
   constructor(private readonly deps: LifecycleDeps) {}
 
+  #guard(caller: Caller, projectId: string, required: readonly Permission[]): Guard {
+    return new Guard(this.deps, caller, projectId, required);
+  }
+
   async register(
     caller: Caller,
     request: { projectId: string; runId: string; idempotencyKey: string },
   ): Promise<{ created: boolean; view: LifecycleView }> {
-    const { authority, selections, runtime } = this.deps;
     const { projectId, runId, idempotencyKey } = request;
-    await requirePermissions(authority, caller, projectId, writePermissions);
-    const selection = await requireSelection(selections, caller, projectId, runId);
-    await requirePermissions(authority, caller, projectId, writePermissions);
+    const guard = this.#guard(caller, projectId, writePermissions);
+    const selection = await guard.around(() => guard.selection(runId));
 
     const environmentId = environmentIdOf({ tenantId: caller.tenantId, projectId, runId, idempotencyKey });
     const identity = { environmentId, tenantId: caller.tenantId, projectId, runId, idempotencyKey };
-    const outcome = await runtime.create(
+    // First write and replay alike: fresh authority and the exact pinned selection at commit.
+    const outcome = await this.deps.runtime.create(
       { ...identity, runSelectionHash: selection.selectionHash },
       { environmentId, tenantId: caller.tenantId, projectId, runId },
-      {
-        actor: caller.subject,
-        // First write and replay alike: fresh authority and the exact pinned selection at commit.
-        beforeCommit: async (tx, row) => {
-          await requirePermissions(authority, caller, projectId, writePermissions, tx);
-          await requirePinnedSelection(selections, caller, projectId, runId, row.runSelectionHash, tx);
-        },
-      },
+      guard.commit(runId),
     );
     return { created: outcome.created, view: viewOf(outcome.row) };
   }
@@ -83,28 +79,12 @@ export class LifecycleService {
     address: EnvironmentAddress,
     request: { expectedLifecycleGeneration: number; idempotencyKey: string },
   ): Promise<LifecycleView> {
-    const { authority, selections, runtime } = this.deps;
-    await requirePermissions(authority, caller, address.projectId, writePermissions);
-    await this.#readOwned(caller, address);
-    await requirePermissions(authority, caller, address.projectId, writePermissions);
-
-    const outcome = await runtime.send(
+    const guard = this.#guard(caller, address.projectId, writePermissions);
+    await guard.environment(address);
+    const outcome = await this.deps.runtime.send(
       address.environmentId,
       { type: 'environment.release', ...request },
-      {
-        actor: caller.subject,
-        beforeCommit: async (tx, updated) => {
-          await requirePermissions(authority, caller, address.projectId, writePermissions, tx);
-          await requirePinnedSelection(
-            selections,
-            caller,
-            address.projectId,
-            address.runId,
-            updated.runSelectionHash,
-            tx,
-          );
-        },
-      },
+      guard.commit(address.runId),
     );
     if (outcome.accepted) return viewOf(outcome.row);
 
@@ -119,19 +99,11 @@ export class LifecycleService {
       }
       throw new ReleaseConflictError(outcome.row.lifecycleState);
     }
-    await requirePermissions(authority, caller, address.projectId, writePermissions);
+    await guard.check();
     return viewOf(outcome.row);
   }
 
   async read(caller: Caller, address: EnvironmentAddress): Promise<LifecycleView> {
-    const { authority } = this.deps;
-    await requirePermissions(authority, caller, address.projectId, ['ReadProjects']);
-    const row = await this.#readOwned(caller, address);
-    await requirePermissions(authority, caller, address.projectId, ['ReadProjects']);
-    return viewOf(row);
-  }
-
-  #readOwned(caller: Caller, address: EnvironmentAddress): Promise<EnvironmentRow> {
-    return readOwnedEnvironment(this.deps.db, caller, address);
+    return viewOf(await this.#guard(caller, address.projectId, ['ReadProjects']).environment(address));
   }
 }

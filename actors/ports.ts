@@ -2,6 +2,7 @@
 // tables (store/) and, in production, a client of the real thing (an HTTP service, or for network
 // policies the Kubernetes API). Implementations accept an optional `via` handle so a recheck made
 // inside a transaction reads through that transaction; those that read no table ignore it.
+import type { AttemptRow } from '../store/attempts.ts';
 import type { Queryable } from '../store/db.ts';
 
 export const permissions = ['ReadProjects', 'WriteProjects', 'ReadRunSelection'] as const;
@@ -54,4 +55,13 @@ export interface NetworkPolicyVerifier {
     generation: number,
     via?: Queryable,
   ): Promise<NetworkPolicyVerdict>;
+}
+
+/**
+ * The one attempt runner (workers/), as use cases reach it: runs a committed attempt now, through
+ * the same begin → provider call → complete path every queued attempt takes, and answers its row
+ * once resolved, or as it stands when `timeoutMs` ran out (still Pending or Dispatched).
+ */
+export interface AttemptRunner {
+  runNow(attemptId: string, timeoutMs: number): Promise<AttemptRow | null>;
 }

@@ -33,6 +33,18 @@ export interface CommitContext {
   beforeCommit?: (tx: Queryable, row: EnvironmentRow) => Promise<void>;
 }
 
+/**
+ * The extra reads and writes an event needs inside its transaction (a worker recording a provider
+ * result, moving an attempt to Dispatched). Runs after the lock and the row read, before the
+ * transition; returns the event to send (null: none) and a value for the caller. Its writes commit
+ * with the transition, or alone when there is no event, the machine ignores it, or the snapshot is
+ * quarantined (an exact provider result is kept even then); they roll back if anything throws.
+ */
+export type Prepare<TEvent, T> = (
+  tx: Queryable,
+  row: EnvironmentRow,
+) => Promise<{ event: TEvent | null; value: T }>;
+
 export type SendOutcome =
   | { accepted: true; row: EnvironmentRow; snapshot: AnyMachineSnapshot; effects: OutboxRow[] }
   /** The machine ignored the event in its current state; nothing was written. */
@@ -60,16 +72,27 @@ export interface ActorRuntimeOptions<TEvent extends { type: string }> {
   onEffects?: (rows: OutboxRow[]) => void;
 }
 
+export interface StepOutcome<T> {
+  value: T;
+  /** The event's outcome; null when `prepare` sent no event. */
+  sent: SendOutcome | null;
+}
+
 export class ActorRuntime<TEvent extends { type: string }> {
   readonly #db: Database;
   readonly #definition: ActorDefinition<TEvent>;
-  readonly #onEffects: (rows: OutboxRow[]) => void;
+  #onEffects: (rows: OutboxRow[]) => void;
   readonly #queue = new KeyedQueue();
 
   constructor(options: ActorRuntimeOptions<TEvent>) {
     this.#db = options.db;
     this.#definition = options.definition;
     this.#onEffects = options.onEffects ?? (() => undefined);
+  }
+
+  /** Where committed outbox rows go after commit (the queue hand-off); set once workers exist. */
+  setEffectSink(sink: (rows: OutboxRow[]) => void): void {
+    this.#onEffects = sink;
   }
 
   /** Creates the actor at revision 1, or returns the existing row (idempotent on the ID). */
@@ -105,53 +128,59 @@ export class ActorRuntime<TEvent extends { type: string }> {
         await context.beforeCommit?.(tx, row);
         return { created: true, row, effects };
       });
-      this.#handOff(outcome.effects);
+      if (outcome.effects.length > 0) this.#onEffects(outcome.effects);
       return outcome;
     });
   }
 
-  send(environmentId: string, event: TEvent, context: CommitContext): Promise<SendOutcome> {
-    return this.#queue.run(environmentId, async () => {
-      const result = await this.#db.transaction((tx) =>
-        this.#sendInTransaction(tx, environmentId, event, context),
-      );
-      if ('quarantined' in result) throw new SnapshotQuarantinedError(environmentId, result.quarantined);
-      if (result.accepted) this.#handOff(result.effects);
-      return result;
-    });
+  /** Sends one event: the whole protocol in one transaction, effects handed off after commit. */
+  async send(environmentId: string, event: TEvent, context: CommitContext): Promise<SendOutcome> {
+    const { sent } = await this.step(
+      environmentId,
+      () => Promise.resolve({ event, value: undefined }),
+      context,
+    );
+    if (sent === null) throw new Error('unreachable: an event was given');
+    return sent;
   }
 
   /**
-   * The same protocol inside a transaction the caller owns (a worker folding a provider result and
-   * its event into one commit). The caller must call `handOff(outcome.effects)` after commit.
+   * The one entry point every state change goes through: lock, `prepare` (the step's own reads and
+   * writes), fence check, pure transition, revision CAS, journal, derived rows and outbox, the
+   * commit-time check, commit, hand-off, and quarantine of a snapshot that will not restore.
    */
-  async sendWithin(
-    tx: Queryable,
+  step<T>(
     environmentId: string,
-    event: TEvent,
+    prepare: Prepare<TEvent, T>,
     context: CommitContext,
-  ): Promise<SendOutcome> {
-    const result = await this.#sendInTransaction(tx, environmentId, event, context);
-    if ('quarantined' in result) throw new SnapshotQuarantinedError(environmentId, result.quarantined);
-    return result;
+  ): Promise<StepOutcome<T>> {
+    return this.#queue.run(environmentId, async () => {
+      const result = await this.#db.transaction(async (tx) => {
+        await lockEnvironment(tx, environmentId);
+        const row = await readEnvironment(tx, environmentId);
+        if (row === null) throw new EnvironmentNotFoundError(environmentId);
+        const { event, value } = await prepare(tx, row);
+        if (event === null) return { value, sent: null };
+        return { value, sent: await this.#transition(tx, row, event, context) };
+      });
+      // Committed on purpose (the quarantine mark and what `prepare` wrote must survive): now raise.
+      if (result.sent !== null && 'quarantined' in result.sent) {
+        throw new SnapshotQuarantinedError(environmentId, result.sent.quarantined);
+      }
+      const sent = result.sent;
+      if (sent?.accepted === true && sent.effects.length > 0) this.#onEffects(sent.effects);
+      return { value: result.value, sent };
+    });
   }
 
-  /** Gives committed outbox rows to the queue; the relay re-publishes whatever this misses. */
-  handOff(effects: OutboxRow[]): void {
-    this.#handOff(effects);
-  }
-
-  async #sendInTransaction(
+  async #transition(
     tx: Queryable,
-    environmentId: string,
+    row: EnvironmentRow,
     event: TEvent,
     context: CommitContext,
   ): Promise<SendOutcome | { quarantined: string }> {
-    await lockEnvironment(tx, environmentId);
-    const row = await readEnvironment(tx, environmentId);
-    if (row === null) throw new EnvironmentNotFoundError(environmentId);
-    if (row.quarantinedAt !== null)
-      throw new SnapshotQuarantinedError(environmentId, row.quarantineReason ?? '');
+    const { environmentId } = row;
+    if (row.quarantinedAt !== null) return { quarantined: row.quarantineReason ?? '' };
 
     const fences = this.#definition.fences(event);
     if (fences.lifecycleGeneration !== undefined && fences.lifecycleGeneration !== row.lifecycleGeneration) {
@@ -160,7 +189,6 @@ export class ActorRuntime<TEvent extends { type: string }> {
 
     const restored = restoreSnapshot(this.#definition, row.snapshot, row.machineVersion);
     if (!restored.ok) {
-      // Committed on purpose: the quarantine mark must survive the error we raise next.
       await quarantineEnvironment(tx, environmentId, restored.reason);
       return { quarantined: restored.reason };
     }
@@ -190,39 +218,35 @@ export class ActorRuntime<TEvent extends { type: string }> {
     return { accepted: true, row: updated, snapshot: next, effects };
   }
 
-  /** Named actions `effect.<kind>` become outbox rows; xstate's own actions are not effects. */
+  /**
+   * Declared actions: `record.*` and `effect.*` go to the definition as one batch (so a row touched
+   * twice in one transition is written once), then each `effect.*` becomes an outbox row.
+   */
   async #writeEffects(
     tx: Queryable,
     row: EnvironmentRow,
     actions: readonly { type: string; params?: unknown }[],
     event: TEvent | InitEvent,
   ): Promise<OutboxRow[]> {
+    const declared = actions
+      .filter((a) => a.type.startsWith('effect.') || a.type.startsWith('record.'))
+      .map((a) => ({ type: a.type, params: a.params ?? null }));
+    if (declared.length === 0) return [];
+    await this.#definition.applyActions?.(tx, row, declared, event);
     const effects: OutboxRow[] = [];
-    for (const action of actions) {
-      const declared = action.type.startsWith('effect.') || action.type.startsWith('record.');
-      if (!declared) continue;
-      await this.#definition.applyAction?.(
-        tx,
-        row,
-        { type: action.type, params: action.params ?? null },
-        event,
-      );
+    for (const action of declared) {
       if (!action.type.startsWith('effect.')) continue;
       effects.push(
         await appendOutbox(tx, {
           environmentId: row.environmentId,
           revision: row.revision,
           kind: action.type.slice('effect.'.length),
-          payload: action.params ?? null,
+          payload: action.params,
           attemptId: attemptIdOf(action.params),
         }),
       );
     }
     return effects;
-  }
-
-  #handOff(effects: OutboxRow[]): void {
-    if (effects.length > 0) this.#onEffects(effects);
   }
 }
 

@@ -85,6 +85,9 @@ export async function verifyWorkspace(
  * passed as verified nor reported as unverified.
  */
 export class NetworkPolicyUnavailableError extends ActorError {
+  override readonly status = 503;
+  override readonly title = 'Network policy unavailable';
+
   constructor(generation: number, cause: unknown) {
     const code =
       typeof cause === 'object' && cause !== null && typeof (cause as { code?: unknown }).code === 'string'

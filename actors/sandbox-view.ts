@@ -1,28 +1,35 @@
+// What callers see of a lease: fences, state and placement; never provider options or credentials.
+// The schema is the single definition: the HTTP layer names it for OpenAPI, the type is inferred.
+import { z } from 'zod';
+import { isCurrentLeaseState } from '../machines/environment-context.ts';
+import { workspaceMountSchema } from '../machines/environment-events.ts';
 import type { LeaseRow } from '../store/leases.ts';
 
-/** What callers see of a lease: fences, state and placement; never provider options or credentials. */
-export interface LeaseView {
-  environmentId: string;
-  operationId: string;
-  resourceGeneration: number;
-  providerFence: number;
-  currentFencingGeneration: number;
-  lifecycleGeneration: number;
-  state: string;
-  current: boolean;
-  phase: string | null;
-  resourceId: string | null;
-  placement: Record<string, string> | null;
-  workspace: LeaseRow['workspace'];
-  networkPolicyGeneration: number;
-  provider: { providerId: unknown; adapterVersion: unknown; optionsRevision: unknown };
-  failure: { code: string; message: string } | null;
-  revision: number;
-  createdAt: string;
-  updatedAt: string;
-}
-
-const currentStates = new Set(['Provisioning', 'Active', 'Releasing', 'ReconciliationRequired']);
+export const leaseViewSchema = z.object({
+  environmentId: z.string(),
+  operationId: z.string(),
+  resourceGeneration: z.number().int(),
+  providerFence: z.number().int(),
+  currentFencingGeneration: z.number().int(),
+  lifecycleGeneration: z.number().int(),
+  state: z.string(),
+  current: z.boolean(),
+  phase: z.string().nullable(),
+  resourceId: z.string().nullable(),
+  placement: z.record(z.string(), z.string()).nullable(),
+  workspace: workspaceMountSchema,
+  networkPolicyGeneration: z.number().int(),
+  provider: z.object({
+    providerId: z.unknown(),
+    adapterVersion: z.unknown(),
+    optionsRevision: z.unknown(),
+  }),
+  failure: z.object({ code: z.string(), message: z.string() }).nullable(),
+  revision: z.number().int(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type LeaseView = z.infer<typeof leaseViewSchema>;
 
 export function leaseView(lease: LeaseRow): LeaseView {
   return {
@@ -33,7 +40,7 @@ export function leaseView(lease: LeaseRow): LeaseView {
     currentFencingGeneration: lease.currentFencingGeneration,
     lifecycleGeneration: lease.lifecycleGeneration,
     state: lease.state,
-    current: currentStates.has(lease.state),
+    current: isCurrentLeaseState(lease.state),
     phase: lease.resource?.phase ?? null,
     resourceId: lease.resource?.resourceId ?? null,
     placement: lease.resource?.placement ?? null,

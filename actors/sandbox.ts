@@ -1,10 +1,11 @@
 // Sandbox lease use cases: provision, inspect, abandon, reconcile, attempt reads. Every route needs
 // WriteProjects and ReadRunSelection before the run selection is read or a provider contacted, and
-// asks again after every asynchronous step and inside the transaction before commit.
+// asks again after every asynchronous step and inside the transaction before commit (Guard).
+import type { EnvironmentContext } from '../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import type { SandboxProvider, WorkspaceMount } from '../providers/provider.ts';
+import type { SandboxProvider } from '../providers/provider.ts';
 import { readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
-import type { Database } from '../store/db.ts';
+import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import {
   readCurrentLease,
@@ -13,7 +14,6 @@ import {
   readLeaseByOperation,
   type LeaseRow,
 } from '../store/leases.ts';
-import { requirePermissions, requirePinnedSelection, requireSelection } from './authority.ts';
 import { operationIdOf, ownerHashOf } from './environment-id.ts';
 import {
   LeaseConflictError,
@@ -21,44 +21,61 @@ import {
   RunSelectionChangedError,
   StaleLeaseFenceError,
 } from './errors.ts';
-import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
+import { Guard } from './guard.ts';
+import type { EnvironmentAddress } from './owned.ts';
 import type {
+  AttemptRunner,
   Caller,
   NetworkPolicyVerifier,
   Permission,
   ProjectsAuthority,
   RunSelectionSource,
 } from './ports.ts';
-import type { ActorRuntime, CommitContext } from './runtime.ts';
-import { selectProvider, verifyNetworkPolicy, verifyWorkspace } from './sandbox-admission.ts';
-import { inspectLease, type Readiness } from './sandbox-inspect.ts';
+import type { ActorRuntime } from './runtime.ts';
+import {
+  networkPolicyVerified,
+  selectProvider,
+  verifyNetworkPolicy,
+  verifyWorkspace,
+} from './sandbox-admission.ts';
+import { observeLease, type Observation } from './sandbox-observe.ts';
 import { leaseView, type LeaseView } from './sandbox-view.ts';
 
 export interface SandboxDeps {
-  db: Database;
+  db: Queryable;
   runtime: ActorRuntime<EnvironmentEvent>;
   authority: ProjectsAuthority;
   selections: RunSelectionSource;
-  provider: SandboxProvider;
+  /** What the configured provider advertises; its calls go through `runner` only. */
+  provider: Pick<SandboxProvider, 'identity' | 'optionsSnapshot'>;
+  runner: AttemptRunner;
   /** Verifies a network policy generation afresh, at provision and at every inspection. */
   networkPolicies: NetworkPolicyVerifier;
   /** The provider phase that counts as ready for dispatch (default `started`). */
   readyPhase?: string;
+  /** How long an inspection waits for its describe (default 5 s). */
   describeTimeoutMs?: number;
 }
 
-export interface ProvisionRequest {
-  idempotencyKey: string;
-  workspace: WorkspaceMount;
-  networkPolicyGeneration: number;
-}
+type ProvisionEvent = Extract<EnvironmentEvent, { type: 'sandbox.provision' }>;
+/** The caller's part of the machine's sandbox.provision event. */
+export type ProvisionCommand = Pick<
+  ProvisionEvent,
+  'idempotencyKey' | 'workspace' | 'networkPolicyGeneration'
+>;
 
 export interface LeaseFences {
   resourceGeneration: number;
   providerFence: number;
 }
 
-function sameProvisionRequest(lease: LeaseRow, request: ProvisionRequest): boolean {
+export interface Readiness {
+  readyForDispatch: boolean;
+  observation: Observation | null;
+  networkPolicy: { generation: number | null; verified: boolean };
+}
+
+function sameProvisionCommand(lease: LeaseRow, request: ProvisionCommand): boolean {
   const a = lease.workspace;
   const b = request.workspace;
   return (
@@ -76,66 +93,44 @@ const sandboxPermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSele
 export class SandboxService {
   constructor(private readonly deps: SandboxDeps) {}
 
-  /** Fresh authority, then the owned Environment, then fresh authority again. */
-  async #admit(
-    caller: Caller,
-    address: EnvironmentAddress,
-    required = sandboxPermissions,
-  ): Promise<EnvironmentRow> {
-    await requirePermissions(this.deps.authority, caller, address.projectId, required);
-    const env = await readOwnedEnvironment(this.deps.db, caller, address);
-    await requirePermissions(this.deps.authority, caller, address.projectId, required);
-    return env;
-  }
-
-  #commit(caller: Caller, address: EnvironmentAddress): CommitContext {
-    const { authority, selections } = this.deps;
-    return {
-      actor: caller.subject,
-      beforeCommit: async (tx, row) => {
-        await requirePermissions(authority, caller, address.projectId, sandboxPermissions, tx);
-        await requirePinnedSelection(
-          selections,
-          caller,
-          address.projectId,
-          address.runId,
-          row.runSelectionHash,
-          tx,
-        );
-      },
-    };
+  #guard(caller: Caller, address: EnvironmentAddress, required = sandboxPermissions): Guard {
+    return new Guard(this.deps, caller, address.projectId, required);
   }
 
   async provision(
     caller: Caller,
     address: EnvironmentAddress,
-    request: ProvisionRequest,
+    request: ProvisionCommand,
   ): Promise<LeaseView> {
-    const { db, selections, provider, runtime, networkPolicies } = this.deps;
-    const env = await this.#admit(caller, address);
+    const { db, provider, runtime, networkPolicies } = this.deps;
+    const guard = this.#guard(caller, address);
+    const env = await guard.environment(address);
     const replay = await readLeaseByKey(db, env.environmentId, request.idempotencyKey);
     if (replay !== null) {
       // A key names one request: reusing it for a different one would silently return the wrong lease.
-      if (!sameProvisionRequest(replay, request)) {
+      if (!sameProvisionCommand(replay, request)) {
         throw new LeaseConflictError(
           'idempotency-key-reused',
           'this idempotency key already provisioned a lease with a different Workspace or network policy generation',
         );
       }
-      return this.#replay(caller, address, replay);
+      await guard.check();
+      return leaseView(replay);
     }
 
-    const selection = await requireSelection(selections, caller, address.projectId, address.runId);
-    if (selection.selectionHash !== env.runSelectionHash) throw new RunSelectionChangedError(address.runId);
-    selectProvider(selection, provider.identity);
-    await verifyWorkspace(db, env.environmentId, request.workspace);
-    await verifyNetworkPolicy(
-      networkPolicies,
-      caller.tenantId,
-      address.projectId,
-      request.networkPolicyGeneration,
-    );
-    await requirePermissions(this.deps.authority, caller, address.projectId, sandboxPermissions);
+    const selection = await guard.after(async () => {
+      const current = await guard.selection(address.runId);
+      if (current.selectionHash !== env.runSelectionHash) throw new RunSelectionChangedError(address.runId);
+      selectProvider(current, provider.identity);
+      await verifyWorkspace(db, env.environmentId, request.workspace);
+      await verifyNetworkPolicy(
+        networkPolicies,
+        caller.tenantId,
+        address.projectId,
+        request.networkPolicyGeneration,
+      );
+      return current;
+    });
 
     const outcome = await runtime.send(
       env.environmentId,
@@ -150,10 +145,13 @@ export class SandboxService {
         providerOptions: { ...provider.optionsSnapshot() },
         runSelection: { ...selection },
       },
-      this.#commit(caller, address),
+      guard.commit(address.runId),
     );
     const lease = await readLeaseByKey(db, env.environmentId, request.idempotencyKey);
-    if (lease !== null) return outcome.accepted ? leaseView(lease) : this.#replay(caller, address, lease);
+    if (lease !== null) {
+      if (!outcome.accepted) await guard.check();
+      return leaseView(lease);
+    }
     if (outcome.row.lifecycleState !== 'Registered') {
       throw new LeaseConflictError(
         'environment-not-registered',
@@ -166,14 +164,14 @@ export class SandboxService {
     );
   }
 
-  async #replay(caller: Caller, address: EnvironmentAddress, lease: LeaseRow): Promise<LeaseView> {
-    await requirePermissions(this.deps.authority, caller, address.projectId, sandboxPermissions);
-    return leaseView(lease);
-  }
-
   /** The current lease, or the newest one when none is current. */
   async current(caller: Caller, address: EnvironmentAddress): Promise<LeaseRow> {
-    const env = await this.#admit(caller, address);
+    const guard = this.#guard(caller, address);
+    const env = await guard.environment(address);
+    return guard.after(() => this.#currentOrLatest(env));
+  }
+
+  async #currentOrLatest(env: EnvironmentRow): Promise<LeaseRow> {
     const lease =
       (await readCurrentLease(this.deps.db, env.environmentId)) ??
       (await readLatestLease(this.deps.db, env.environmentId));
@@ -181,37 +179,56 @@ export class SandboxService {
     return lease;
   }
 
+  /**
+   * The lease and whether it is ready for dispatch: Active, observed exactly (a describe attempt run
+   * now through the one runner, awaited with a bounded wait) in the ready phase and not finished,
+   * and the requested network policy generation verified afresh.
+   */
   async inspect(
     caller: Caller,
     address: EnvironmentAddress,
     networkPolicyGeneration: number | undefined,
   ): Promise<{ lease: LeaseView } & Readiness> {
-    const env = await this.#admit(caller, address);
-    const lease = await this.current(caller, address);
-    const readiness = await inspectLease(
-      {
-        ...this.deps,
-        readyPhase: this.deps.readyPhase ?? 'started',
-        describeTimeoutMs: this.deps.describeTimeoutMs ?? 5_000,
-      },
-      env,
-      lease,
-      networkPolicyGeneration,
-      caller.subject,
+    const { db, networkPolicies, runtime, runner } = this.deps;
+    const guard = this.#guard(caller, address);
+    const env = await guard.environment(address);
+    const lease = await this.#currentOrLatest(env);
+    const observation = await guard.after(() =>
+      observeLease(
+        { runtime, runner, describeTimeoutMs: this.deps.describeTimeoutMs ?? 5_000 },
+        lease,
+        guard.commit(address.runId),
+      ),
     );
-    const after = (await readLeaseByOperation(this.deps.db, lease.operationId)) ?? lease;
-    await requirePermissions(this.deps.authority, caller, address.projectId, sandboxPermissions);
-    return { lease: leaseView(after), ...readiness };
+    const verified =
+      networkPolicyGeneration !== undefined &&
+      networkPolicyGeneration === lease.networkPolicyGeneration &&
+      (await networkPolicyVerified(networkPolicies, env.tenantId, env.projectId, networkPolicyGeneration));
+    const ready =
+      lease.state === 'Active' &&
+      observation?.exact === true &&
+      observation.finished === null &&
+      observation.phase === (this.deps.readyPhase ?? 'started') &&
+      verified;
+    const after = (await readLeaseByOperation(db, lease.operationId)) ?? lease;
+    await guard.check();
+    return {
+      lease: leaseView(after),
+      readyForDispatch: ready,
+      observation,
+      networkPolicy: { generation: networkPolicyGeneration ?? null, verified },
+    };
   }
 
   async attempts(caller: Caller, address: EnvironmentAddress, operationId: string): Promise<AttemptRow[]> {
-    const env = await this.#admit(caller, address, ['ReadRunSelection']);
-    const lease = await readLeaseByOperation(this.deps.db, operationId);
-    if (lease?.environmentId !== env.environmentId)
-      throw new LeaseNotFoundError(`no operation ${operationId} here`);
-    const attempts = await readAttemptsOfOperation(this.deps.db, operationId);
-    await requirePermissions(this.deps.authority, caller, address.projectId, ['ReadRunSelection']);
-    return attempts;
+    const guard = this.#guard(caller, address, ['ReadRunSelection']);
+    const env = await guard.environment(address);
+    return guard.after(async () => {
+      const lease = await readLeaseByOperation(this.deps.db, operationId);
+      if (lease?.environmentId !== env.environmentId)
+        throw new LeaseNotFoundError(`no operation ${operationId} here`);
+      return readAttemptsOfOperation(this.deps.db, operationId);
+    });
   }
 
   async abandon(
@@ -219,20 +236,21 @@ export class SandboxService {
     address: EnvironmentAddress,
     request: LeaseFences & { idempotencyKey: string },
   ): Promise<LeaseView> {
-    const env = await this.#admit(caller, address);
+    const guard = this.#guard(caller, address);
+    const env = await guard.environment(address);
     const lease = await this.#fenced(env, request);
     const outcome = await this.deps.runtime.send(
       env.environmentId,
       { type: 'sandbox.abandon', ...request },
-      this.#commit(caller, address),
+      guard.commit(address.runId),
     );
     const after = await this.#fenced(env, request, lease);
     if (outcome.accepted) return leaseView(after);
-    const context = outcome.snapshot.context as {
-      sandbox: { lease: { release: { idempotencyKey: string | null } | null } | null };
-    };
-    if (context.sandbox.lease?.release?.idempotencyKey === request.idempotencyKey)
-      return this.#replay(caller, address, after);
+    const context = outcome.snapshot.context as EnvironmentContext;
+    if (context.sandbox.lease?.release?.idempotencyKey === request.idempotencyKey) {
+      await guard.check();
+      return leaseView(after);
+    }
     throw new LeaseConflictError(
       'lease-not-abandonable',
       `the lease is ${after.state} and cannot be abandoned now`,
@@ -245,7 +263,8 @@ export class SandboxService {
     address: EnvironmentAddress,
     request: LeaseFences & { operationId: string },
   ): Promise<{ started: boolean; lease: LeaseView }> {
-    const env = await this.#admit(caller, address);
+    const guard = this.#guard(caller, address);
+    const env = await guard.environment(address);
     const named = await readLeaseByOperation(this.deps.db, request.operationId);
     if (named?.environmentId !== env.environmentId)
       throw new LeaseNotFoundError(`no operation ${request.operationId} here`);
@@ -263,10 +282,10 @@ export class SandboxService {
     const outcome = await this.deps.runtime.send(
       env.environmentId,
       { type: 'sandbox.reconcile', ...request },
-      this.#commit(caller, address),
+      guard.commit(address.runId),
     );
     const after = (await readLeaseByOperation(this.deps.db, request.operationId)) ?? named;
-    await requirePermissions(this.deps.authority, caller, address.projectId, sandboxPermissions);
+    await guard.check();
     return { started: outcome.accepted, lease: leaseView(after) };
   }
 

@@ -1,42 +1,44 @@
-// Builds the actor runtime and the use-case services over one database and one set of ports.
-// The effect hand-off is bound late: the workers that receive it need the runtime themselves.
+// Builds the actor runtime's use cases over one database and one set of ports. Routes receive these
+// services and nothing else; the runtime and the attempt runner are built by the caller (the
+// composition root), since workers need them too.
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
-import type { OutboxRow } from '../store/outbox.ts';
 import { environmentDefinition } from './environment-definition.ts';
+import { JournalService } from './journal.ts';
 import { LifecycleService } from './lifecycle.ts';
-import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from './ports.ts';
+import type { AttemptRunner, NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from './ports.ts';
 import { ActorRuntime } from './runtime.ts';
 import { SandboxService } from './sandbox.ts';
+import { WorkspaceService } from './workspaces.ts';
+
+export type EnvironmentRuntime = ActorRuntime<EnvironmentEvent>;
 
 export interface Services {
-  runtime: ActorRuntime<EnvironmentEvent>;
   lifecycle: LifecycleService;
   sandbox: SandboxService;
-  /** Where committed outbox rows go; set once the workers exist. */
-  setEffectSink(sink: (rows: OutboxRow[]) => void): void;
+  workspaces: WorkspaceService;
+  journal: JournalService;
+}
+
+/** The Environment actor runtime; committed effects go nowhere until `setEffectSink`. */
+export function createEnvironmentRuntime(db: Database): EnvironmentRuntime {
+  return new ActorRuntime<EnvironmentEvent>({ db, definition: environmentDefinition });
 }
 
 export function createServices(deps: {
   db: Database;
+  runtime: EnvironmentRuntime;
+  runner: AttemptRunner;
   authority: ProjectsAuthority;
   selections: RunSelectionSource;
-  provider: SandboxProvider;
+  provider: Pick<SandboxProvider, 'identity' | 'optionsSnapshot'>;
   networkPolicies: NetworkPolicyVerifier;
 }): Services {
-  let sink: (rows: OutboxRow[]) => void = () => undefined;
-  const runtime = new ActorRuntime<EnvironmentEvent>({
-    db: deps.db,
-    definition: environmentDefinition,
-    onEffects: (rows) => sink(rows),
-  });
   return {
-    runtime,
-    lifecycle: new LifecycleService({ ...deps, runtime }),
-    sandbox: new SandboxService({ ...deps, runtime }),
-    setEffectSink: (next) => {
-      sink = next;
-    },
+    lifecycle: new LifecycleService(deps),
+    sandbox: new SandboxService(deps),
+    workspaces: new WorkspaceService(deps),
+    journal: new JournalService(deps),
   };
 }

@@ -2,10 +2,10 @@
 import type { Database } from '../store/db.ts';
 import { lockEnvironment, readEnvironment } from '../store/environments.ts';
 import { createVolume, type VolumeRow } from '../store/workspaces.ts';
-import { requirePermissions } from './authority.ts';
 import { LeaseConflictError } from './errors.ts';
-import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
-import type { Caller, ProjectsAuthority } from './ports.ts';
+import { Guard, type AuthorityDeps } from './guard.ts';
+import type { EnvironmentAddress } from './owned.ts';
+import type { Caller } from './ports.ts';
 
 export interface VolumeView {
   volumeId: string;
@@ -23,28 +23,30 @@ const viewOf = (v: VolumeRow): VolumeView => ({
   state: v.state,
 });
 
-export async function createWorkspaceVolume(
-  deps: { db: Database; authority: ProjectsAuthority },
-  caller: Caller,
-  address: EnvironmentAddress,
-  idempotencyKey: string,
-): Promise<{ created: boolean; volume: VolumeView }> {
-  await requirePermissions(deps.authority, caller, address.projectId, ['WriteProjects']);
-  await readOwnedEnvironment(deps.db, caller, address);
-  await requirePermissions(deps.authority, caller, address.projectId, ['WriteProjects']);
-  const result = await deps.db.transaction(async (tx) => {
-    await lockEnvironment(tx, address.environmentId);
-    const env = await readEnvironment(tx, address.environmentId);
-    const made = await createVolume(tx, address.environmentId, idempotencyKey);
-    // A replay still answers after release; a new volume needs a Registered Environment.
-    if (made.created && env?.lifecycleState !== 'Registered') {
-      throw new LeaseConflictError(
-        'environment-not-registered',
-        `the Environment is ${env?.lifecycleState ?? 'gone'}`,
-      );
-    }
-    await requirePermissions(deps.authority, caller, address.projectId, ['WriteProjects'], tx);
-    return made;
-  });
-  return { created: result.created, volume: viewOf(result.volume) };
+export class WorkspaceService {
+  constructor(private readonly deps: AuthorityDeps & { db: Database }) {}
+
+  async createVolume(
+    caller: Caller,
+    address: EnvironmentAddress,
+    idempotencyKey: string,
+  ): Promise<{ created: boolean; volume: VolumeView }> {
+    const guard = new Guard(this.deps, caller, address.projectId, ['WriteProjects']);
+    await guard.environment(address);
+    const result = await this.deps.db.transaction(async (tx) => {
+      await lockEnvironment(tx, address.environmentId);
+      const env = await readEnvironment(tx, address.environmentId);
+      const made = await createVolume(tx, address.environmentId, idempotencyKey);
+      // A replay still answers after release; a new volume needs a Registered Environment.
+      if (made.created && env?.lifecycleState !== 'Registered') {
+        throw new LeaseConflictError(
+          'environment-not-registered',
+          `the Environment is ${env?.lifecycleState ?? 'gone'}`,
+        );
+      }
+      await guard.check(tx);
+      return made;
+    });
+    return { created: result.created, volume: viewOf(result.volume) };
+  }
 }

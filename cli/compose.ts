@@ -1,7 +1,7 @@
 // The composition root: the one place that picks implementations for the ports from the
 // configuration. Everything below it takes its dependencies as arguments.
 import type { Logger } from 'pino';
-import { createServices, type Services } from '../actors/services.ts';
+import { createEnvironmentRuntime, createServices, type Services } from '../actors/services.ts';
 import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from '../actors/ports.ts';
 import type { Config } from '../config/types.ts';
 import { createApp } from '../http/app.ts';
@@ -12,13 +12,14 @@ import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
 import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.ts';
-import { startWorkers, type WorkerHost } from '../workers/host.ts';
+import { attemptRunner } from '../workers/effect-processor.ts';
+import { runnerDeps, startWorkers, type WorkerHost } from '../workers/host.ts';
 import type { Database } from '../store/db.ts';
 import { GrantsAuthority } from '../store/grants.ts';
-import { migrate } from '../store/migrate.ts';
 import { TableNetworkPolicies } from '../store/network-policies.ts';
 import { TableRunSelections } from '../store/run-selections.ts';
 import { dataDirOf, openDatabase } from './context.ts';
+import { migrateFor } from './migrations.ts';
 
 export interface Sandlot {
   db: Database;
@@ -99,20 +100,26 @@ export async function composeSandlot(
   let provider: ClosableProvider | null = null;
   try {
     if (config.migrateOnStart) {
-      await migrate(db, { onApplied: (name) => logger.info({ migration: name }, 'migration applied') });
+      await migrateFor(db, config, (name) => logger.info({ migration: name }, 'migration applied'));
     }
     const chosen = providerFor(config, db, options.env ?? process.env);
     provider = chosen.provider;
     const ports = portsFor(config, db);
+    const runtime = createEnvironmentRuntime(db);
+    const runner = attemptRunner(runnerDeps({ db, runtime, provider, logger }, config.workers.callTimeoutMs));
     const services = createServices({
       db,
+      runtime,
+      runner,
       provider,
       networkPolicies: chosen.networkPolicies,
       ...ports,
     });
-    if (options.workers !== false) {
+    // An API-only process with Redis still publishes its effects at once; without Redis the worker
+    // processes' relays find them in PostgreSQL.
+    if (options.workers !== false || config.redisUrl !== undefined) {
       workers = await startWorkers(
-        { db, services, provider, logger },
+        { db, runtime, provider, logger },
         {
           ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
           ...(config.workers.concurrency === undefined ? {} : { concurrency: config.workers.concurrency }),
@@ -120,14 +127,13 @@ export async function composeSandlot(
           reconcileEveryMs: config.workers.reconcileEveryMs,
           observeEveryMs: config.workers.observeEveryMs,
           prefix: config.workers.prefix,
+          processEffects: options.workers !== false,
         },
       );
     }
     const app = createApp({
       db,
-      lifecycle: services.lifecycle,
-      sandbox: services.sandbox,
-      authority: ports.authority,
+      services,
       verifier: await verifierFor(config),
       logger,
       provider: provider.identity,

@@ -1,12 +1,13 @@
-import { migrate } from '../store/migrate.ts';
 import { configFromEnvironment, openDatabase } from './context.ts';
+import { migrateFor } from './migrations.ts';
 import { parseOptions } from './usage.ts';
 
 export async function migrateCommand(args: string[]): Promise<void> {
   parseOptions(args, {});
-  const db = await openDatabase(configFromEnvironment());
+  const config = configFromEnvironment();
+  const db = await openDatabase(config);
   try {
-    const { applied } = await migrate(db, { onApplied: (name) => process.stdout.write(`applied ${name}\n`) });
+    const applied = await migrateFor(db, config, (name) => process.stdout.write(`applied ${name}\n`));
     process.stdout.write(
       applied.length === 0 ? 'database is up to date\n' : `${applied.length} migration(s) applied\n`,
     );

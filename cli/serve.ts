@@ -1,8 +1,9 @@
 import { serve } from '@hono/node-server';
-import pino from 'pino';
 import { describeConfig } from '../config/describe.ts';
+import { createLogger } from '../lib/logger.ts';
 import { composeSandlot } from './compose.ts';
 import { configFromEnvironment, dataDirOf } from './context.ts';
+import { installShutdownHandlers } from './shutdown.ts';
 import { UsageError, parseOptions } from './usage.ts';
 
 export async function serveCommand(args: string[]): Promise<void> {
@@ -18,7 +19,7 @@ export async function serveCommand(args: string[]): Promise<void> {
       throw new UsageError(`--port must be 0-65535, got "${options.port}"`);
     config.port = port;
   }
-  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization', '*.authorization'] });
+  const logger = createLogger({ level: config.logLevel });
   logger.info({ config: describeConfig(config) }, 'starting sandlot');
   if (options['no-workers'] && config.mode === 'embedded') {
     throw new UsageError('--no-workers needs DATABASE_URL; in embedded mode this process is the only worker');
@@ -36,20 +37,19 @@ export async function serveCommand(args: string[]): Promise<void> {
     }
   });
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    server.close(() => {
-      void sandlot.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    });
-    // Open keep-alive connections must not hold the process past a pod's grace period.
-    setTimeout(() => process.exit(0), 10_000).unref();
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // Stop accepting and let in-flight requests finish (idle keep-alive connections are closed), then
+  // the workers, the provider and the database, which those requests still needed.
+  installShutdownHandlers(
+    [
+      {
+        name: 'http',
+        close: () =>
+          new Promise<void>((resolve, reject) =>
+            server.close((error) => (error ? reject(error) : resolve())),
+          ),
+      },
+      { name: 'sandlot', close: () => sandlot.close() },
+    ],
+    { logger },
+  );
 }

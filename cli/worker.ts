@@ -1,8 +1,8 @@
-import pino from 'pino';
 import { describeConfig } from '../config/describe.ts';
-import { installShutdownHandlers } from '../workers/shutdown.ts';
+import { createLogger } from '../lib/logger.ts';
 import { composeSandlot } from './compose.ts';
 import { configFromEnvironment } from './context.ts';
+import { installShutdownHandlers } from './shutdown.ts';
 import { UsageError, parseOptions } from './usage.ts';
 
 /** Workers only (effects, outbox relay, reconciler): scale these apart from the API. */
@@ -14,7 +14,7 @@ export async function workerCommand(args: string[]): Promise<void> {
       'sandlot worker needs DATABASE_URL; in embedded mode `sandlot serve` runs the workers itself',
     );
   }
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger({ level: config.logLevel });
   logger.info({ config: describeConfig(config) }, 'starting sandlot worker');
   const sandlot = await composeSandlot(config, logger, { workers: true });
   process.stdout.write(

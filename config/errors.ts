@@ -1,3 +1,5 @@
+import { SandlotError } from '../lib/errors.ts';
+
 export interface ConfigProblem {
   variable: string;
   /** Never contains a secret: values are shown only for non-secret variables, URLs without credentials. */
@@ -5,9 +7,10 @@ export interface ConfigProblem {
 }
 
 /** The environment does not describe a valid configuration; lists every problem at once. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  readonly code = 'CONFIG_INVALID';
+export class ConfigError extends SandlotError {
+  readonly code = 'config-invalid';
+  readonly status = 500;
+  readonly title = 'Invalid configuration';
   constructor(readonly problems: readonly ConfigProblem[]) {
     super(['Invalid configuration:', ...problems.map((p) => `  - ${p.variable}: ${p.reason}`)].join('\n'));
   }

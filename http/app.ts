@@ -3,15 +3,13 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { Scalar } from '@scalar/hono-api-reference';
 import type { Logger } from 'pino';
-import type { LifecycleService } from '../actors/lifecycle.ts';
-import type { ProjectsAuthority } from '../actors/ports.ts';
-import type { SandboxService } from '../actors/sandbox.ts';
+import type { Services } from '../actors/services.ts';
 import type { ProviderIdentity } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
 import { requirePrincipal } from './auth/middleware.ts';
 import type { TokenVerifier } from './auth/verify.ts';
 import type { AppEnv } from './context.ts';
-import { invalidRequest, toProblem } from './errors.ts';
+import { errorHandler, invalidRequest } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { environmentRoutes } from './routes/environments.ts';
@@ -19,10 +17,9 @@ import { journalRoutes } from './routes/journal.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 
 export interface AppDeps {
+  /** Readiness probes it; only the embedded admin routes write through it. */
   db: Database;
-  lifecycle: LifecycleService;
-  sandbox: SandboxService;
-  authority: ProjectsAuthority;
+  services: Services;
   verifier: TokenVerifier;
   logger: Logger;
   provider: ProviderIdentity;
@@ -54,14 +51,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     );
   });
 
-  app.onError((error, c) => {
-    const problem = toProblem(error);
-    if (problem !== null) return problemResponse(problem, c.req.path);
-    deps.logger.error({ err: error, method: c.req.method, path: c.req.path }, 'unhandled error');
-    return problemResponse(
-      new Problem(500, 'internal', 'Internal error', 'the request failed; nothing was changed by it'),
-    );
-  });
+  app.onError(errorHandler(deps.logger));
   app.notFound((c) =>
     problemResponse(
       new Problem(404, 'route-not-found', 'Not found', `no route for ${c.req.method} ${c.req.path}`),
@@ -95,9 +85,9 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   const auth = requirePrincipal(deps.verifier);
   app.use('/api/*', auth);
-  app.route('/', environmentRoutes(deps.lifecycle));
-  app.route('/', sandboxRoutes(deps.sandbox, deps.db, deps.authority));
-  app.route('/', journalRoutes(deps.db, deps.authority));
+  app.route('/', environmentRoutes(deps.services.lifecycle));
+  app.route('/', sandboxRoutes(deps.services.sandbox, deps.services.workspaces));
+  app.route('/', journalRoutes(deps.services.journal));
   if (deps.embedded) {
     app.use('/admin/*', auth);
     app.route('/', adminRoutes(deps.db, deps.provider));

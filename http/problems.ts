@@ -1,23 +1,38 @@
-// Handlers throw Problems; the app's single onError turns them into RFC 9457 problem+json. `type` is
-// a short stable slug in code and becomes `urn:sandlot:problem:<slug>` on the wire.
+// Every error becomes an RFC 9457 problem+json answer here. A SandlotError is a problem already: its
+// `code` is the problem type, a short stable slug that becomes `urn:sandlot:problem:<slug>` on the
+// wire. Handlers throw a Problem for refusals that belong to the HTTP layer itself.
+import { SandlotError } from '../lib/errors.ts';
+import { AuthenticationError } from './auth/authentication-error.ts';
 
 const TYPE_PREFIX = 'urn:sandlot:problem:';
 
-export class Problem extends Error {
-  override readonly name = 'Problem';
+export class Problem extends SandlotError {
+  readonly code: string;
   readonly status: number;
-  readonly type: string;
   readonly title: string;
-  readonly detail: string | undefined;
-  readonly extra: Record<string, unknown> | undefined;
+  readonly #detail: string | undefined;
+  readonly #extensions: Record<string, unknown> | undefined;
 
   constructor(status: number, type: string, title: string, detail?: string, extra?: Record<string, unknown>) {
     super(detail ?? title);
     this.status = status;
-    this.type = type;
+    this.code = type;
     this.title = title;
-    this.detail = detail;
-    this.extra = extra;
+    this.#detail = detail;
+    this.#extensions = extra;
+  }
+
+  /** The problem type slug; the same as `code`. */
+  get type(): string {
+    return this.code;
+  }
+
+  override get detail(): string | undefined {
+    return this.#detail;
+  }
+
+  override get extensions(): Readonly<Record<string, unknown>> | undefined {
+    return this.#extensions;
   }
 }
 
@@ -31,6 +46,11 @@ export class UnauthenticatedProblem extends Problem {
   }
 }
 
+/** The answer to an error we did not expect: it names nothing about the error (the log does). */
+export function internalError(): Problem {
+  return new Problem(500, 'internal-error', 'Internal error');
+}
+
 export interface ProblemBody {
   type: string;
   title: string;
@@ -40,22 +60,27 @@ export interface ProblemBody {
   [extension: string]: unknown;
 }
 
-export function problemBody(p: Problem, instance?: string): ProblemBody {
+export function problemBody(p: SandlotError, instance?: string): ProblemBody {
+  // A 500 is our own failure: the body names its kind and nothing else, whatever the error offers.
+  const shown = p.status !== 500;
+  const detail = shown ? p.detail : undefined;
   const core: ProblemBody = {
-    type: `${TYPE_PREFIX}${p.type}`,
+    type: `${TYPE_PREFIX}${p.code}`,
     title: p.title,
     status: p.status,
-    ...(p.detail !== undefined ? { detail: p.detail } : {}),
+    ...(detail !== undefined ? { detail } : {}),
     ...(instance !== undefined ? { instance } : {}),
   };
-  // Spreading `core` twice keeps its members first in the JSON and stops extras overriding them.
-  return { ...core, ...p.extra, ...core };
+  // Spreading `core` twice keeps its members first in the JSON and stops extensions overriding them.
+  return { ...core, ...(shown ? p.extensions : undefined), ...core };
 }
 
-export function problemResponse(p: Problem, instance?: string): Response {
+export function problemResponse(p: SandlotError, instance?: string): Response {
   const headers = new Headers({ 'content-type': 'application/problem+json', 'cache-control': 'no-store' });
   if (p.status === 401) {
-    const invalid = p instanceof UnauthenticatedProblem && p.invalidToken;
+    const invalid =
+      (p instanceof UnauthenticatedProblem && p.invalidToken) ||
+      (p instanceof AuthenticationError && p.tokenPresent);
     headers.set('www-authenticate', `Bearer realm="sandlot"${invalid ? ', error="invalid_token"' : ''}`);
   }
   return new Response(JSON.stringify(problemBody(p, instance)), { status: p.status, headers });

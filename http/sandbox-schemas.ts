@@ -1,23 +1,19 @@
 import { z } from '@hono/zod-openapi';
-import { idempotencyKeySchema, workspaceMountSchema } from '../machines/environment-events.ts';
+import { leaseViewSchema } from '../actors/sandbox-view.ts';
+import {
+  abandonEventSchema,
+  idempotencyKeySchema,
+  provisionEventSchema,
+} from '../machines/environment-events.ts';
 
 const generation = z.number().int().positive();
 
-export const provisionBody = z
-  .strictObject({
-    idempotencyKey: idempotencyKeySchema,
-    workspace: workspaceMountSchema,
-    networkPolicyGeneration: generation,
-  })
-  .openapi('ProvisionSandbox');
+/** The caller's part of the machine's sandbox.provision event; the rest is Sandlot's. */
+export const provisionBody = provisionEventSchema
+  .pick({ idempotencyKey: true, workspace: true, networkPolicyGeneration: true })
+  .meta({ id: 'ProvisionSandbox' });
 
-export const abandonBody = z
-  .strictObject({
-    resourceGeneration: generation,
-    providerFence: generation,
-    idempotencyKey: idempotencyKeySchema,
-  })
-  .openapi('AbandonSandbox');
+export const abandonBody = abandonEventSchema.omit({ type: true }).meta({ id: 'AbandonSandbox' });
 
 export const reconcileBody = z
   .strictObject({
@@ -42,32 +38,7 @@ export const volumeSchema = z
   })
   .openapi('WorkspaceVolume');
 
-export const leaseSchema = z
-  .object({
-    environmentId: z.string(),
-    operationId: z.string(),
-    resourceGeneration: z.number().int(),
-    providerFence: z.number().int(),
-    currentFencingGeneration: z.number().int(),
-    lifecycleGeneration: z.number().int(),
-    state: z.string(),
-    current: z.boolean(),
-    phase: z.string().nullable(),
-    resourceId: z.string().nullable(),
-    placement: z.record(z.string(), z.string()).nullable(),
-    workspace: workspaceMountSchema,
-    networkPolicyGeneration: z.number().int(),
-    provider: z.object({
-      providerId: z.unknown(),
-      adapterVersion: z.unknown(),
-      optionsRevision: z.unknown(),
-    }),
-    failure: z.object({ code: z.string(), message: z.string() }).nullable(),
-    revision: z.number().int(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-  })
-  .openapi('SandboxLease');
+export const leaseSchema = leaseViewSchema.meta({ id: 'SandboxLease' });
 
 export const inspectSchema = z
   .object({

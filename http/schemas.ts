@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { identifierSchema, idempotencyKeySchema } from '../machines/environment-events.ts';
-import { lifecycleStates } from '../machines/environment.ts';
+import { lifecycleStates } from '../machines/environment-context.ts';
 
 export const problemSchema = z
   .object({
@@ -27,8 +27,8 @@ export const commonProblems = {
 export { problem };
 
 export const projectParams = z.object({
-  projectId: identifierSchema.openapi({ param: { name: 'projectId', in: 'path' }, example: 'checkout' }),
-  runId: identifierSchema.openapi({ param: { name: 'runId', in: 'path' }, example: 'run-42' }),
+  projectId: identifierSchema.meta({ param: { name: 'projectId', in: 'path' }, example: 'checkout' }),
+  runId: identifierSchema.meta({ param: { name: 'runId', in: 'path' }, example: 'run-42' }),
 });
 
 export const environmentParams = projectParams.extend({
@@ -42,13 +42,13 @@ export const environmentParams = projectParams.extend({
 });
 
 export const registerBody = z
-  .strictObject({ idempotencyKey: idempotencyKeySchema.openapi({ example: 'attempt-1' }) })
+  .strictObject({ idempotencyKey: idempotencyKeySchema.meta({ example: 'attempt-1' }) })
   .openapi('RegisterEnvironment');
 
 export const releaseBody = z
   .strictObject({
     expectedLifecycleGeneration: z.number().int().positive().openapi({ example: 1 }),
-    idempotencyKey: idempotencyKeySchema.openapi({ example: 'release-1' }),
+    idempotencyKey: idempotencyKeySchema.meta({ example: 'release-1' }),
   })
   .openapi('ReleaseEnvironment');
 

@@ -40,6 +40,8 @@ export const workspaceMountSchema = z.strictObject({
     .refine((p) => !p.split('/').includes('..'), 'must not contain ..'),
   readOnly: z.boolean(),
 });
+/** The Workspace volume a lease mounts, at exact resource and data generations. */
+export type WorkspaceMount = z.infer<typeof workspaceMountSchema>;
 
 const json = z.record(z.string(), z.unknown());
 
@@ -73,6 +75,12 @@ export const reconcileEventSchema = z.strictObject({
   ...leaseFences,
 });
 
+/** Asks for a fresh exact observation of the Active lease: opens a describe attempt. */
+export const describeEventSchema = z.strictObject({
+  type: z.literal('sandbox.describe'),
+  ...leaseFences,
+});
+
 export const observedEventSchema = z.strictObject({
   type: z.literal('sandbox.observed'),
   ...leaseFences,
@@ -80,6 +88,7 @@ export const observedEventSchema = z.strictObject({
   finished: z.enum(['PodSucceeded', 'PodFailed']).nullable(),
 });
 
+/** Attempt kinds whose results reach the machine as provider.* events (describe reports as sandbox.observed). */
 export const attemptKinds = ['provision', 'release', 'listOwned'] as const;
 export type AttemptKind = (typeof attemptKinds)[number];
 
@@ -90,21 +99,21 @@ const attemptFences = {
   fencingGeneration: generation,
 };
 
-const resourceSchema = z.object({
+export const resourceSummarySchema = z.object({
   resourceId: z.string(),
   operationId: z.string(),
   phase: z.string(),
   placement: z.record(z.string(), z.string()),
 });
-export type ResourceSummary = z.infer<typeof resourceSchema>;
+export type ResourceSummary = z.infer<typeof resourceSummarySchema>;
 
 export const succeededEventSchema = z.strictObject({
   type: z.literal('provider.succeeded'),
   ...attemptFences,
   /** provision: the resource; release: the receipt; listOwned: every exactly-owned resource. */
-  resource: resourceSchema.nullable(),
+  resource: resourceSummarySchema.nullable(),
   receipt: json.nullable(),
-  resources: z.array(resourceSchema).nullable(),
+  resources: z.array(resourceSummarySchema).nullable(),
 });
 
 export const failedEventSchema = z.strictObject({
@@ -130,6 +139,7 @@ export const environmentEventSchema = z.discriminatedUnion('type', [
   provisionEventSchema,
   abandonEventSchema,
   reconcileEventSchema,
+  describeEventSchema,
   observedEventSchema,
   succeededEventSchema,
   failedEventSchema,

@@ -1,8 +1,7 @@
 // Guards of the Environment machine as plain functions of (context, event), so they are testable
 // on their own and the machine definition reads as a table of transitions.
 import type { AttemptKind, EnvironmentEvent } from './environment-events.ts';
-import type { EnvironmentContext } from './environment.ts';
-import { otherUnresolved } from './sandbox-context.ts';
+import { otherUnresolved, type EnvironmentContext } from './environment-context.ts';
 
 type Args = { context: EnvironmentContext; event: EnvironmentEvent };
 type ResultEvent = Extract<EnvironmentEvent, { attemptId: string }>;

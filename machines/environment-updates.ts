@@ -1,8 +1,13 @@
 // Context updates of the sandbox region as pure functions: (context, event) → new sandbox context.
 // The machine wraps each in `assign`; keeping them here keeps the transition table readable.
-import type { AttemptKind, EnvironmentEvent, ResourceSummary } from './environment-events.ts';
-import type { EnvironmentContext } from './environment.ts';
-import { attemptIdFor, withoutAttempt, type LeaseContext, type SandboxContext } from './sandbox-context.ts';
+import {
+  withoutAttempt,
+  type EnvironmentContext,
+  type LeaseContext,
+  type SandboxContext,
+} from './environment-context.ts';
+import { attemptIdFor, type EffectKind } from './environment-effects.ts';
+import type { EnvironmentEvent, ResourceSummary } from './environment-events.ts';
 
 type Args = { context: EnvironmentContext; event: EnvironmentEvent };
 
@@ -44,7 +49,7 @@ export function reserveLease({ context, event }: Args): SandboxContext {
 }
 
 /** Opens the next attempt of the lease; the following `effect.provider` action describes it. */
-export function openAttempt({ context }: Args, kind: AttemptKind): SandboxContext {
+export function openAttempt({ context }: Args, kind: EffectKind): SandboxContext {
   const { sandbox } = context;
   const lease = sandbox.lease;
   if (lease === null) return sandbox;
@@ -56,6 +61,8 @@ export function openAttempt({ context }: Args, kind: AttemptKind): SandboxContex
     openedAttemptId: attemptId,
   };
   if (kind === 'listOwned') return withLease(next, { reconcileAttemptId: attemptId });
+  // A describe reads only: it never blocks release, and its answer arrives as sandbox.observed.
+  if (kind === 'describe') return next;
   return {
     ...next,
     unresolved: {

@@ -3,29 +3,20 @@
 // named actions `effect.*` (outbox rows); `record.*` actions are row writes the runtime performs
 // in the same transaction (lease rows, reconciled attempts).
 import { and, assign, not, or, setup, stateIn } from 'xstate';
-import type { EnvironmentEvent, EnvironmentInput } from './environment-events.ts';
-import * as g from './environment-guards.ts';
-import * as u from './environment-updates.ts';
+import type { EnvironmentContext, LeaseContext, SandboxState } from './environment-context.ts';
 import {
   effectFor,
   leaseRecord,
   type AttemptResolution,
-  type LeaseContext,
+  type EffectKind,
+  reservationOf,
   type LeaseRecord,
+  type LeaseReservation,
   type ProviderEffect,
-  type SandboxContext,
-  type SandboxState,
-} from './sandbox-context.ts';
-
-export interface EnvironmentContext {
-  environmentId: string;
-  tenantId: string;
-  projectId: string;
-  runId: string;
-  lifecycleGeneration: number;
-  release: { idempotencyKey: string } | null;
-  sandbox: SandboxContext;
-}
+} from './environment-effects.ts';
+import type { EnvironmentEvent, EnvironmentInput } from './environment-events.ts';
+import * as g from './environment-guards.ts';
+import * as u from './environment-updates.ts';
 
 const lease = (context: EnvironmentContext): LeaseContext => {
   if (context.sandbox.lease === null) throw new Error('no lease in context');
@@ -53,7 +44,7 @@ const resolveAll = (as: ResolvedAs, resolution: string) => ({
     }),
 });
 
-const open = (kind: 'provision' | 'release' | 'listOwned') => [
+const open = (kind: EffectKind) => [
   { type: 'openAttempt' as const, params: { kind } },
   {
     type: 'effect.provider' as const,
@@ -79,7 +70,7 @@ const provisionNewLease = {
     'reserveLease' as const,
     {
       type: 'record.leaseReserved' as const,
-      params: ({ context }: { context: EnvironmentContext }) => lease(context),
+      params: ({ context }: { context: EnvironmentContext }) => reservationOf(lease(context)),
     },
   ],
 };
@@ -116,8 +107,7 @@ export const environmentMachine = setup({
     }),
     reserveLease: assign({ sandbox: u.reserveLease }),
     openAttempt: assign({
-      sandbox: (args, params: { kind: 'provision' | 'release' | 'listOwned' }) =>
-        u.openAttempt(args, params.kind),
+      sandbox: (args, params: { kind: EffectKind }) => u.openAttempt(args, params.kind),
     }),
     settleAttempt: assign({ sandbox: u.settleAttempt }),
     markUnknown: assign({ sandbox: u.markUnknown }),
@@ -133,7 +123,7 @@ export const environmentMachine = setup({
     settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
     // Data for the runtime; executing them here does nothing.
     'effect.provider': (_, _params: ProviderEffect) => undefined,
-    'record.leaseReserved': (_, _params: LeaseContext) => undefined,
+    'record.leaseReserved': (_, _params: LeaseReservation) => undefined,
     'record.lease': (_, _params: LeaseRecord) => undefined,
     'record.attemptsResolved': (_, _params: AttemptResolution[]) => undefined,
   },
@@ -228,6 +218,8 @@ export const environmentMachine = setup({
             ],
             'sandbox.abandon': { guard: 'leaseMatches', target: 'Releasing', actions: 'beginRelease' },
             'environment.release': { guard: 'releaseAllowed', target: 'Releasing', actions: 'beginRelease' },
+            // A fresh exact observation (inspection, the periodic observer): a read-only attempt.
+            'sandbox.describe': { guard: 'leaseMatches', actions: open('describe') },
           },
         },
         Releasing: {
@@ -387,5 +379,3 @@ export const environmentMachine = setup({
 });
 
 export type EnvironmentMachine = typeof environmentMachine;
-export type LifecycleState = 'Registered' | 'Releasing' | 'Released';
-export const lifecycleStates: readonly LifecycleState[] = ['Registered', 'Releasing', 'Released'];

@@ -1,10 +1,17 @@
 // Provider failures, classified once. `definitive` means the provider proved the call had no effect
 // (a validation refusal before anything was applied); everything else is uncertain, and an
 // uncertain outcome is never treated as failure: the attempt becomes Unknown and is reconciled.
+// That classification is this file's concern; the base class only gives ProviderError the project's
+// error shape (kebab-case `code`, `name`). A provider failure reaches callers as an attempt outcome,
+// not as an HTTP problem; should one escape to the HTTP layer it is a 502 that shows no detail.
+import { SandlotError } from '../lib/errors.ts';
 
 export type ProviderFailureKind = 'definitive' | 'uncertain' | 'ownership';
 
-export class ProviderError extends Error {
+export class ProviderError extends SandlotError {
+  readonly status = 502;
+  readonly title = 'Provider call failed';
+
   constructor(
     readonly code: string,
     readonly kind: ProviderFailureKind,
@@ -12,7 +19,6 @@ export class ProviderError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
-    this.name = 'ProviderError';
   }
 }
 

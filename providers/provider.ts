@@ -1,6 +1,7 @@
 // The provider port: every implementation (simulated, Kubernetes Agent Sandbox) passes the same
-// contract suite in providers/contract/. Calls take an AbortSignal and a deadline; a provider never
+// contract suite in test/contract/. Calls take an AbortSignal and a deadline; a provider never
 // reports absence it did not observe exactly, and never reports failure for an outcome it is unsure of.
+import type { WorkspaceMount } from '../machines/environment-events.ts';
 
 export interface ProviderIdentity {
   providerId: string;
@@ -26,13 +27,8 @@ export interface OwnerBinding {
   operationId: string;
 }
 
-export interface WorkspaceMount {
-  volumeId: string;
-  resourceGeneration: number;
-  dataGeneration: number;
-  mountPath: string;
-  readOnly: boolean;
-}
+/** The Workspace volume a sandbox mounts; defined once, by the machine's event schema. */
+export type { WorkspaceMount };
 
 export interface ProvisionRequest {
   owner: OwnerBinding;

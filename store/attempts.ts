@@ -87,6 +87,15 @@ export async function readAttempt(q: Queryable, attemptId: string): Promise<Atte
   return rows[0] ?? null;
 }
 
+/** The Environment an attempt belongs to (it never changes, so it may be read before locking). */
+export async function readAttemptEnvironment(q: Queryable, attemptId: string): Promise<string | null> {
+  const { rows } = await q.query<{ environmentId: string }>(
+    'SELECT environment_id AS "environmentId" FROM provider_attempts WHERE attempt_id = $1',
+    [attemptId],
+  );
+  return rows[0]?.environmentId ?? null;
+}
+
 export async function readAttemptsOfOperation(q: Queryable, operationId: string): Promise<AttemptRow[]> {
   const { rows } = await q.query<AttemptRow>(
     `SELECT ${columns} FROM provider_attempts WHERE operation_id = $1 ORDER BY created_at, attempt_id`,

@@ -1,20 +1,22 @@
-// Store errors carry a stable `code` and set `name`, so callers can classify them even after they
-// cross a process boundary and arrive as plain objects.
+// Store errors follow the project's error convention (`lib/errors.ts`): a stable kebab-case `code`,
+// and `name` set, so callers classify them even after they cross a process boundary. They are
+// operator-facing: over HTTP they would be a 500 that shows no detail.
+import { SandlotError } from '../lib/errors.ts';
 
-export abstract class StoreError extends Error {
-  abstract readonly code: string;
+export abstract class StoreError extends SandlotError {
+  readonly status = 500;
 }
 
 /** A file in the migrations directory does not follow `NNNN_name.sql`, or two files share a version. */
 export class MigrationFileNameError extends StoreError {
-  override readonly name = 'MigrationFileNameError';
-  readonly code = 'MIGRATION_FILE_NAME';
+  readonly code = 'migration-file-name';
+  readonly title = 'Migration file name invalid';
 }
 
 /** An applied migration's file was edited; migrations are append-only, so add a new file instead. */
 export class MigrationChecksumError extends StoreError {
-  override readonly name = 'MigrationChecksumError';
-  readonly code = 'MIGRATION_CHECKSUM';
+  readonly code = 'migration-checksum';
+  readonly title = 'Migration changed after it was applied';
   constructor(
     readonly file: string,
     readonly expected: string,
@@ -29,8 +31,8 @@ export class MigrationChecksumError extends StoreError {
 
 /** A migration's SQL failed; its transaction, including the ledger row, was rolled back. */
 export class MigrationFailedError extends StoreError {
-  override readonly name = 'MigrationFailedError';
-  readonly code = 'MIGRATION_FAILED';
+  readonly code = 'migration-failed';
+  readonly title = 'Migration failed';
   constructor(
     readonly file: string,
     cause: unknown,

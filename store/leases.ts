@@ -1,7 +1,10 @@
 // Sandbox lease rows. One current lease per Environment is enforced by the partial unique index
 // sandbox_leases_one_current (migration 0002) as well as by the machine; old generations stay.
+import { currentLeaseStates } from '../machines/environment-context.ts';
 import type { WorkspaceMount } from '../providers/provider.ts';
 import type { Queryable } from './db.ts';
+
+const current = [...currentLeaseStates];
 
 export interface LeaseRow {
   environmentId: string;
@@ -39,17 +42,18 @@ const columns = `environment_id AS "environmentId", resource_generation AS "reso
   resource, release_receipt AS "releaseReceipt", failure, revision::int AS revision,
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
-export type NewLease = Omit<
-  LeaseRow,
-  'resource' | 'releaseReceipt' | 'failure' | 'createdAt' | 'updatedAt' | 'state'
->;
+export type NewLease = Omit<LeaseRow, 'createdAt' | 'updatedAt'>;
 
+const jsonOrNull = (value: unknown) => (value === null ? null : JSON.stringify(value));
+
+/** A new lease row, in the state the reserving transition entered. */
 export async function insertLease(tx: Queryable, lease: NewLease): Promise<void> {
   await tx.query(
     `INSERT INTO sandbox_leases (environment_id, resource_generation, operation_id, lifecycle_generation,
        provider_fence, current_fencing_generation, state, idempotency_key, run_selection, provider_identity,
-       provider_options, recovery_request, workspace, network_policy_generation, revision)
-     VALUES ($1, $2, $3, $4, $5, $6, 'Provisioning', $7, $8, $9, $10, $11, $12, $13, $14)`,
+       provider_options, recovery_request, workspace, network_policy_generation, revision,
+       resource, release_receipt, failure)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
     [
       lease.environmentId,
       lease.resourceGeneration,
@@ -57,6 +61,7 @@ export async function insertLease(tx: Queryable, lease: NewLease): Promise<void>
       lease.lifecycleGeneration,
       lease.providerFence,
       lease.currentFencingGeneration,
+      lease.state,
       lease.idempotencyKey,
       JSON.stringify(lease.runSelection),
       JSON.stringify(lease.providerIdentity),
@@ -65,6 +70,9 @@ export async function insertLease(tx: Queryable, lease: NewLease): Promise<void>
       JSON.stringify(lease.workspace),
       lease.networkPolicyGeneration,
       lease.revision,
+      jsonOrNull(lease.resource),
+      jsonOrNull(lease.releaseReceipt),
+      jsonOrNull(lease.failure),
     ],
   );
 }
@@ -91,9 +99,9 @@ export async function updateLease(tx: Queryable, update: LeaseUpdate): Promise<v
       update.resourceGeneration,
       update.state,
       update.currentFencingGeneration,
-      update.resource === null ? null : JSON.stringify(update.resource),
-      update.releaseReceipt === null ? null : JSON.stringify(update.releaseReceipt),
-      update.failure === null ? null : JSON.stringify(update.failure),
+      jsonOrNull(update.resource),
+      jsonOrNull(update.releaseReceipt),
+      jsonOrNull(update.failure),
       update.revision,
     ],
   );
@@ -103,11 +111,24 @@ export async function updateLease(tx: Queryable, update: LeaseUpdate): Promise<v
 
 export async function readCurrentLease(q: Queryable, environmentId: string): Promise<LeaseRow | null> {
   const { rows } = await q.query<LeaseRow>(
-    `SELECT ${columns} FROM sandbox_leases
-      WHERE environment_id = $1 AND state IN ('Provisioning', 'Active', 'Releasing', 'ReconciliationRequired')`,
-    [environmentId],
+    `SELECT ${columns} FROM sandbox_leases WHERE environment_id = $1 AND state = ANY($2::text[])`,
+    [environmentId, current],
   );
   return rows[0] ?? null;
+}
+
+/** The Workspace volume a lease mounts. */
+export async function readLeaseWorkspace(
+  q: Queryable,
+  environmentId: string,
+  resourceGeneration: number,
+): Promise<string | null> {
+  const { rows } = await q.query<{ volumeId: string }>(
+    `SELECT workspace->>'volumeId' AS "volumeId" FROM sandbox_leases
+      WHERE environment_id = $1 AND resource_generation = $2`,
+    [environmentId, resourceGeneration],
+  );
+  return rows[0]?.volumeId ?? null;
 }
 
 /** The newest lease, current or not. */
@@ -147,11 +168,28 @@ export async function leasesNeedingReconciliation(q: Queryable, limit: number): 
   return rows;
 }
 
-/** Active leases, least recently updated first (the observer's work list). */
+/**
+ * Active leases, least recently observed first (never observed first of all), so every pass of the
+ * observer reaches further down the list and no lease waits behind the same `limit` others.
+ */
 export async function activeLeases(q: Queryable, limit: number): Promise<LeaseRow[]> {
   const { rows } = await q.query<LeaseRow>(
-    `SELECT ${columns} FROM sandbox_leases WHERE state = 'Active' ORDER BY updated_at LIMIT $1`,
+    `SELECT ${columns} FROM sandbox_leases WHERE state = 'Active'
+      ORDER BY observed_at NULLS FIRST, updated_at, environment_id LIMIT $1`,
     [limit],
   );
   return rows;
+}
+
+/** Stamps the moment a describe of the lease was opened (the observer's ordering key). */
+export async function markLeaseObserved(
+  tx: Queryable,
+  environmentId: string,
+  resourceGeneration: number,
+): Promise<void> {
+  await tx.query(
+    `UPDATE sandbox_leases SET observed_at = clock_timestamp()
+      WHERE environment_id = $1 AND resource_generation = $2`,
+    [environmentId, resourceGeneration],
+  );
 }

@@ -3,7 +3,8 @@
 // re-publish after completion (the relay after a lost ack) runs again instead of being swallowed.
 import { DelayedError, Queue, Worker, type Job, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from '../lib/logger.ts';
 import {
   DEFAULT_CLOSE_TIMEOUT_MS,
   EFFECT_ATTEMPTS,
@@ -44,7 +45,7 @@ export class BullmqEffectQueue implements EffectQueue {
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: BullmqEffectQueueOptions) {
-    this.logger = options.logger ?? pino({ name: 'effect-queue' });
+    this.logger = options.logger ?? createLogger({ name: 'effect-queue' });
     this.producer = connectRedis(options.redis, 'producer', this.logger);
     this.queue = new Queue<EffectJob>(EFFECTS_QUEUE, { connection: this.producer, prefix: this.prefix });
     this.queue.on('error', (error) => this.logger.warn({ err: error }, 'effect queue error'));

@@ -3,7 +3,8 @@
 // so N processes still run a task about once per period, not N times.
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_CLOSE_TIMEOUT_MS, type CloseOptions } from './effect-queue.ts';
 import { QueueClosedError } from './errors.ts';
 import { closeWorker, connectRedis, type RedisTarget } from './redis.ts';
@@ -31,7 +32,7 @@ export class BullmqScheduler implements Scheduler {
 
   constructor(options: BullmqSchedulerOptions) {
     assertTasks(options.tasks);
-    this.logger = options.logger ?? pino({ name: 'scheduler' });
+    this.logger = options.logger ?? createLogger({ name: 'scheduler' });
     this.prefix = options.prefix ?? 'sandlot';
     this.tasks = new Map(options.tasks.map((task) => [task.name, task]));
     // Upserts wait for Redis at start-up rather than fail, so one connection serves both roles.

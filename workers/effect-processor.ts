@@ -1,19 +1,18 @@
-// Runs one provider attempt: begin (Pending → Dispatched under the lease's fences), call the
-// provider with a deadline and the job's AbortSignal, complete (exact result + machine event in one
-// commit). Failures become outcomes, never exceptions through the actor: only a definitive refusal
-// is Failed; anything uncertain is Unknown and goes to reconciliation.
+// The one attempt runner. Every provider call (provision, release, listOwned, describe) goes
+// through `runAttempt`: begin (Pending → Dispatched under the Environment lock, gated by the lease
+// state and every fence), call the provider with a deadline and an AbortSignal, complete (exact
+// result + machine event in one commit). Failures become outcomes, never exceptions through the
+// actor: only a definitive refusal is Failed; anything uncertain is Unknown and goes to
+// reconciliation. Queue jobs, inspection and the observer all run attempts here.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { beginAttempt, completeAttempt, type AttemptDeps, type AttemptOutcome } from '../actors/attempts.ts';
+import type { AttemptRunner } from '../actors/ports.ts';
+import { attemptRequestSchema, type AttemptRequest } from '../machines/environment-effects.ts';
 import type { ResourceSummary } from '../machines/environment-events.ts';
 import { classifyProviderFailure } from '../providers/errors.ts';
-import type {
-  CallOptions,
-  OwnerBinding,
-  ProviderResource,
-  SandboxProvider,
-  WorkspaceMount,
-} from '../providers/provider.ts';
-import type { AttemptRow } from '../store/attempts.ts';
+import type { CallOptions, OwnerBinding, ProviderResource, SandboxProvider } from '../providers/provider.ts';
+import { readAttempt, type AttemptRow } from '../store/attempts.ts';
 import type { EffectJob, EffectProcessor } from './effect-queue.ts';
 
 export interface EffectProcessorDeps extends AttemptDeps {
@@ -23,17 +22,7 @@ export interface EffectProcessorDeps extends AttemptDeps {
   callTimeoutMs: number;
 }
 
-interface AttemptRequest {
-  ownerHash: string;
-  workspace: WorkspaceMount;
-  networkPolicyGeneration: number;
-  providerOptions: Record<string, unknown>;
-  resourceId: string | null;
-  releaseIdempotencyKey: string | null;
-}
-
-export function ownerOf(attempt: AttemptRow): OwnerBinding {
-  const request = attempt.request as unknown as AttemptRequest;
+export function ownerOf(attempt: AttemptRow, request: AttemptRequest): OwnerBinding {
   return {
     tenantId: attempt.tenantId,
     projectId: attempt.projectId,
@@ -59,8 +48,9 @@ async function call(
   attempt: AttemptRow,
   options: CallOptions,
 ): Promise<AttemptOutcome> {
-  const request = attempt.request as unknown as AttemptRequest;
-  const owner = ownerOf(attempt);
+  // The request was written by the machine's own schema; parsing it again proves the row is whole.
+  const request = attemptRequestSchema.parse(attempt.request);
+  const owner = ownerOf(attempt, request);
   const snapshot = request.providerOptions;
   switch (attempt.kind) {
     case 'provision': {
@@ -81,6 +71,25 @@ async function call(
         options,
       );
       return { state: 'Succeeded', resources: resources.map(summaryOf) };
+    }
+    case 'describe': {
+      if (request.resourceId === null) {
+        return { state: 'Failed', error: { code: 'no-resource', message: 'the lease records no resource' } };
+      }
+      const result = await provider.describe(
+        { owner, resourceId: request.resourceId, options: snapshot },
+        options,
+      );
+      return {
+        state: 'Succeeded',
+        observation: result.present
+          ? {
+              present: true,
+              phase: result.resource.phase,
+              finished: result.resource.finished?.reason ?? null,
+            }
+          : { present: false },
+      };
     }
     case 'release': {
       // Release what the lease recorded plus anything an exact lookup finds for this operation,
@@ -114,8 +123,6 @@ async function call(
         },
       };
     }
-    case 'describe':
-      throw new Error('describe attempts run inline, never from the queue');
   }
 }
 
@@ -133,15 +140,16 @@ function failureOutcome(attempt: AttemptRow, error: unknown): AttemptOutcome {
   return { state: failed ? 'Failed' : 'Unknown', error: detail };
 }
 
+/** Runs one attempt if it is still Pending; returns false when someone else had it (or it moved on). */
 export async function runAttempt(
   deps: EffectProcessorDeps,
   attemptId: string,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<boolean> {
   const begun = await beginAttempt(deps, attemptId, deps.callTimeoutMs);
   if (!begun.dispatch) {
     deps.logger.debug({ attemptId, reason: begun.reason }, 'attempt not dispatched');
-    return;
+    return false;
   }
   const callSignal = AbortSignal.any([signal, AbortSignal.timeout(deps.callTimeoutMs)]);
   let outcome: AttemptOutcome;
@@ -151,9 +159,38 @@ export async function runAttempt(
     outcome = failureOutcome(begun.attempt, error);
   }
   await completeAttempt(deps, attemptId, outcome);
-  deps.logger.info({ attemptId, kind: begun.attempt.kind, state: outcome.state }, 'attempt resolved');
+  const level = begun.attempt.kind === 'describe' ? 'debug' : 'info';
+  deps.logger[level]({ attemptId, kind: begun.attempt.kind, state: outcome.state }, 'attempt resolved');
+  return true;
 }
 
 export function effectProcessor(deps: EffectProcessorDeps): EffectProcessor {
-  return (job: EffectJob, signal: AbortSignal) => runAttempt(deps, job.attemptId, signal);
+  return async (job: EffectJob, signal: AbortSignal) => {
+    await runAttempt(deps, job.attemptId, signal);
+  };
+}
+
+const unresolvedBeforeCall = new Set(['Pending', 'Dispatched']);
+
+/**
+ * The runner as the actors see it: run a committed attempt now, in this process, and answer its
+ * row. The attempt's outbox row was handed to the queue too; whoever begins it first runs it (the
+ * Environment lock decides), and the other waits here for its result up to `timeoutMs`.
+ */
+export function attemptRunner(deps: EffectProcessorDeps, pollMs = 25): AttemptRunner {
+  return {
+    async runNow(attemptId, timeoutMs) {
+      const until = Date.now() + timeoutMs;
+      await runAttempt(
+        { ...deps, callTimeoutMs: Math.min(deps.callTimeoutMs, timeoutMs) },
+        attemptId,
+        AbortSignal.timeout(timeoutMs),
+      );
+      for (;;) {
+        const row = await readAttempt(deps.db, attemptId);
+        if (row === null || !unresolvedBeforeCall.has(row.state) || Date.now() >= until) return row;
+        await sleep(pollMs);
+      }
+    },
+  };
 }

@@ -1,14 +1,16 @@
 // Starts the worker side in this process: the effect queue (BullMQ when Redis is configured,
-// in-process otherwise: the same processor either way), the outbox relay, and the reconciler on a
-// schedule. `handOff` is the runtime's after-commit fast path; the relay is the guarantee.
+// in-process otherwise: the same processor either way), the outbox relay, and the reconciler and
+// observer on a schedule. The runtime's after-commit hand-off publishes at once; the relay is the
+// guarantee. An API-only process (`processEffects: false`) only publishes: it runs no processor,
+// relay poll or schedule, but its committed effects still reach the queue without waiting.
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import type { Services } from '../actors/services.ts';
+import type { EnvironmentRuntime } from '../actors/services.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
 import { BullmqEffectQueue } from './bullmq-effect-queue.ts';
 import { BullmqScheduler } from './bullmq-scheduler.ts';
-import { effectProcessor } from './effect-processor.ts';
+import { attemptRunner, effectProcessor, type EffectProcessorDeps } from './effect-processor.ts';
 import type { EffectQueue } from './effect-queue.ts';
 import { InProcessEffectQueue } from './in-process-effect-queue.ts';
 import { OutboxRelay } from './outbox-relay.ts';
@@ -27,8 +29,15 @@ export interface WorkerSettings {
   observeEveryMs?: number;
   republishAfterMs?: number;
   relayPollMs?: number;
-  /** Run effect processors here (false: an API-only process that only publishes). */
+  /** Run effect processors, the relay poll and the schedules here (false: an API-only process). */
   processEffects?: boolean;
+}
+
+export interface WorkerDeps {
+  db: Database;
+  runtime: EnvironmentRuntime;
+  provider: SandboxProvider;
+  logger: Logger;
 }
 
 export interface WorkerHost {
@@ -37,12 +46,24 @@ export interface WorkerHost {
   close(): Promise<void>;
 }
 
-export async function startWorkers(
-  deps: { db: Database; services: Services; provider: SandboxProvider; logger: Logger },
-  settings: WorkerSettings = {},
-): Promise<WorkerHost> {
+/** The journal's name for this process when it runs attempts. */
+export const workerActor = (): string => `worker:${hostname()}:${process.pid}`;
+
+/** What the one attempt runner needs, for queue jobs and for runs a request or the observer awaits. */
+export function runnerDeps(deps: WorkerDeps, callTimeoutMs = 30_000): EffectProcessorDeps {
+  return {
+    db: deps.db,
+    runtime: deps.runtime,
+    actor: workerActor(),
+    provider: deps.provider,
+    logger: deps.logger.child({ component: 'workers' }),
+    callTimeoutMs,
+  };
+}
+
+export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = {}): Promise<WorkerHost> {
   const logger = deps.logger.child({ component: 'workers' });
-  const actor = `worker:${hostname()}:${process.pid}`;
+  const processing = settings.processEffects !== false;
   const queue: EffectQueue =
     settings.redisUrl === undefined
       ? new InProcessEffectQueue({ concurrency: settings.concurrency ?? 4, logger })
@@ -59,48 +80,40 @@ export async function startWorkers(
     republishAfterMs: settings.republishAfterMs ?? 5_000,
     pollIntervalMs: settings.relayPollMs ?? 1_000,
   });
-  const attemptDeps = { db: deps.db, runtime: deps.services.runtime, actor };
-  if (settings.processEffects !== false) {
-    queue.start(
-      effectProcessor({
-        ...attemptDeps,
-        provider: deps.provider,
-        logger,
-        callTimeoutMs: settings.callTimeoutMs ?? 30_000,
-      }),
-    );
+  deps.runtime.setEffectSink((rows) => void relay.publishNow(rows));
+  let scheduler: Scheduler | null = null;
+  if (processing) {
+    const runner = runnerDeps(deps, settings.callTimeoutMs);
+    queue.start(effectProcessor(runner));
+    const tasks = [
+      reconcilerTask({ ...runner, logger }, settings.reconcileEveryMs ?? 5_000),
+      observerTask(
+        { ...runner, runner: attemptRunner(runner), logger, describeTimeoutMs: runner.callTimeoutMs },
+        settings.observeEveryMs ?? 15_000,
+      ),
+    ];
+    scheduler =
+      settings.redisUrl === undefined
+        ? new InProcessScheduler(tasks, { logger })
+        : new BullmqScheduler({
+            redis: settings.redisUrl,
+            prefix: settings.prefix ?? 'sandlot',
+            tasks,
+            logger,
+          });
+    relay.start();
+    await scheduler.start();
   }
-  const tasks = [
-    reconcilerTask({ ...attemptDeps, logger }, settings.reconcileEveryMs ?? 5_000),
-    observerTask(
-      {
-        ...attemptDeps,
-        provider: deps.provider,
-        logger,
-        describeTimeoutMs: settings.callTimeoutMs ?? 30_000,
-      },
-      settings.observeEveryMs ?? 15_000,
-    ),
-  ];
-  const scheduler: Scheduler =
-    settings.redisUrl === undefined
-      ? new InProcessScheduler(tasks, { logger })
-      : new BullmqScheduler({
-          redis: settings.redisUrl,
-          prefix: settings.prefix ?? 'sandlot',
-          tasks,
-          logger,
-        });
-  deps.services.setEffectSink((rows) => void relay.publishNow(rows));
-  relay.start();
-  await scheduler.start();
-  logger.info({ transport: settings.redisUrl === undefined ? 'in-process' : 'bullmq' }, 'workers started');
+  logger.info(
+    { transport: settings.redisUrl === undefined ? 'in-process' : 'bullmq', processing },
+    processing ? 'workers started' : 'effect publisher started (API only)',
+  );
   return {
     queue,
     relay,
     async close() {
-      deps.services.setEffectSink(() => undefined);
-      await scheduler.close();
+      deps.runtime.setEffectSink(() => undefined);
+      await scheduler?.close();
       await relay.stop();
       await queue.close();
     },

@@ -1,6 +1,7 @@
 // The effect queue of embedded mode: the same contract as BullMQ in one process's memory. Nothing
 // here is durable; the outbox relay re-publishes whatever a crash or shutdown left unprocessed.
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from '../lib/logger.ts';
 import { ABORT_GRACE_MS, settleWithin } from './deadline.ts';
 import {
   DEFAULT_CLOSE_TIMEOUT_MS,
@@ -42,7 +43,7 @@ export class InProcessEffectQueue implements EffectQueue {
   constructor(options: InProcessEffectQueueOptions = {}) {
     this.concurrency = options.concurrency ?? 4;
     this.backoffMs = options.backoffMs ?? 50;
-    this.logger = options.logger ?? pino({ name: 'effect-queue' });
+    this.logger = options.logger ?? createLogger({ name: 'effect-queue' });
   }
 
   publish(jobs: readonly EffectJob[]): Promise<void> {

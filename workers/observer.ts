@@ -1,16 +1,16 @@
-// The observer: a periodic task that describes Active leases exactly, so phases stay current and a
-// sandbox whose run finished (Finished=True, PodSucceeded/PodFailed) retires its placement without
-// anyone asking. It never releases the Environment; retirement only ends the lease.
+// The observer: a periodic task that describes Active leases exactly, through the one attempt
+// runner, so phases stay current and a sandbox whose run finished (Finished=True,
+// PodSucceeded/PodFailed) retires its placement without anyone asking. It never releases the
+// Environment; retirement only ends the lease. Leases are taken least recently observed first.
 import type { Logger } from 'pino';
 import type { AttemptDeps } from '../actors/attempts.ts';
-import { observeLease } from '../actors/sandbox-inspect.ts';
-import type { SandboxProvider } from '../providers/provider.ts';
-import { readEnvironment } from '../store/environments.ts';
+import type { AttemptRunner } from '../actors/ports.ts';
+import { observeLease } from '../actors/sandbox-observe.ts';
 import { activeLeases } from '../store/leases.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
 export interface ObserverDeps extends AttemptDeps {
-  provider: SandboxProvider;
+  runner: AttemptRunner;
   logger: Logger;
   describeTimeoutMs: number;
   batchSize?: number;
@@ -21,11 +21,10 @@ export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Pro
   for (const lease of await activeLeases(deps.db, deps.batchSize ?? 100)) {
     if (signal?.aborted === true) break;
     try {
-      const env = await readEnvironment(deps.db, lease.environmentId);
-      if (env === null || env.quarantinedAt !== null) continue;
-      const observation = await observeLease(deps, env, lease, deps.actor);
+      const observation = await observeLease(deps, lease, { actor: deps.actor });
       if (observation?.finished != null) retired++;
     } catch (error) {
+      // A quarantined Environment, a lost race: the others still get observed.
       deps.logger.warn({ err: error, environmentId: lease.environmentId }, 'could not observe lease');
     }
   }

@@ -1,7 +1,8 @@
 // Publishes outbox rows to the effect queue until a worker acknowledges them. This is what makes a
 // lost queue message, a flushed Redis or a crash between commit and publish lose no work: a row is
 // re-published every `republishAfterMs` until its attempt has left Pending.
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from '../lib/logger.ts';
 import type { Database, Queryable } from '../store/db.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import {
@@ -38,7 +39,7 @@ export class OutboxRelay {
     this.republishAfterMs = options.republishAfterMs ?? 5_000;
     this.batchSize = options.batchSize ?? 500;
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
-    this.logger = options.logger ?? pino({ name: 'outbox-relay' });
+    this.logger = options.logger ?? createLogger({ name: 'outbox-relay' });
   }
 
   /**

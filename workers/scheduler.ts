@@ -1,6 +1,7 @@
 // Periodic maintenance (the reconciler tick, expiry sweeps). A task must be safe to run late, twice,
 // or on any process: it works from PostgreSQL state, never from what the previous run remembered.
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from '../lib/logger.ts';
 import { ABORT_GRACE_MS, settleWithin } from './deadline.ts';
 import { DEFAULT_CLOSE_TIMEOUT_MS, type CloseOptions } from './effect-queue.ts';
 
@@ -41,7 +42,7 @@ export class InProcessScheduler implements Scheduler {
     options: { logger?: Logger } = {},
   ) {
     assertTasks(tasks);
-    this.logger = options.logger ?? pino({ name: 'scheduler' });
+    this.logger = options.logger ?? createLogger({ name: 'scheduler' });
   }
 
   start(): Promise<void> {

@@ -1,10 +1,13 @@
+import { SandlotError } from '../../lib/errors.ts';
+
 /**
  * A request could not be authenticated. `reason` is shown to the caller, so it is a fixed phrase and
  * never carries the token or a claim value.
  */
-export class AuthenticationError extends Error {
-  override readonly name = 'AuthenticationError';
+export class AuthenticationError extends SandlotError {
   readonly code = 'unauthenticated';
+  readonly status = 401;
+  readonly title = 'Unauthenticated';
   readonly reason: string;
   /** True when a bearer token was presented but rejected (RFC 6750 `error="invalid_token"`). */
   readonly tokenPresent: boolean;
@@ -13,5 +16,9 @@ export class AuthenticationError extends Error {
     super(`authentication failed: ${reason}`, options);
     this.reason = reason;
     this.tokenPresent = tokenPresent;
+  }
+
+  override get detail(): string {
+    return this.reason;
   }
 }

@@ -1,13 +1,21 @@
 // A bounded JSON GET for the external services we depend on. A failure is an error, never an empty
 // answer: an authority we cannot reach must deny, not allow.
-export class UpstreamError extends Error {
-  override readonly name = 'UpstreamError';
+import { SandlotError } from '../../lib/errors.ts';
+
+/** `reason` is a fixed phrase, an HTTP status or an error name, never response content: caller-safe. */
+export class UpstreamError extends SandlotError {
   readonly code = 'upstream-unavailable';
+  readonly status = 503;
+  readonly title = 'Upstream unavailable';
   constructor(
     readonly service: string,
     reason: string,
   ) {
     super(`${service} is unavailable: ${reason}`);
+  }
+
+  override get detail(): string {
+    return this.message;
   }
 }
 

@@ -16,8 +16,8 @@ import { commonProblems, json, problem } from '../schemas.ts';
 const security = [{ bearer: [] }];
 
 const tenantProjectParams = z.object({
-  tenantId: identifierSchema.openapi({ param: { name: 'tenantId', in: 'path' }, example: 'acme' }),
-  projectId: identifierSchema.openapi({ param: { name: 'projectId', in: 'path' }, example: 'checkout' }),
+  tenantId: identifierSchema.meta({ param: { name: 'tenantId', in: 'path' }, example: 'acme' }),
+  projectId: identifierSchema.meta({ param: { name: 'projectId', in: 'path' }, example: 'checkout' }),
 });
 
 const grantParams = tenantProjectParams.extend({
@@ -106,7 +106,7 @@ const putSelectionRoute = createRoute({
   security,
   request: {
     params: tenantProjectParams.extend({
-      runId: identifierSchema.openapi({ param: { name: 'runId', in: 'path' }, example: 'run-42' }),
+      runId: identifierSchema.meta({ param: { name: 'runId', in: 'path' }, example: 'run-42' }),
     }),
     body: { required: true, content: { 'application/json': { schema: selectionBody } } },
   },

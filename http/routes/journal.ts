@@ -1,7 +1,5 @@
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
-import { readEnvironmentJournal } from '../../actors/journal.ts';
-import type { ProjectsAuthority } from '../../actors/ports.ts';
-import type { Database } from '../../store/db.ts';
+import type { JournalService } from '../../actors/journal.ts';
 import type { AppEnv } from '../context.ts';
 import { commonProblems, environmentParams, json, problem } from '../schemas.ts';
 
@@ -29,11 +27,11 @@ const route = createRoute({
   },
 });
 
-export function journalRoutes(db: Database, authority: ProjectsAuthority): OpenAPIHono<AppEnv> {
+export function journalRoutes(service: JournalService): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   app.openapi(route, async (c) => {
     const address = c.req.valid('param');
-    const entries = await readEnvironmentJournal({ db, authority }, c.var.principal, address);
+    const entries = await service.read(c.var.principal, address);
     c.header('cache-control', 'no-store');
     return c.json({ environmentId: address.environmentId, entries }, 200);
   });

@@ -1,10 +1,8 @@
 // Sandbox lease routes and the Workspace volume route. Handlers translate HTTP to the sandbox
 // service; provider options and request bodies of attempts never appear in an answer.
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
-import type { Database } from '../../store/db.ts';
-import type { ProjectsAuthority } from '../../actors/ports.ts';
 import type { SandboxService } from '../../actors/sandbox.ts';
-import { createWorkspaceVolume } from '../../actors/workspaces.ts';
+import type { WorkspaceService } from '../../actors/workspaces.ts';
 import type { AttemptRow } from '../../store/attempts.ts';
 import type { AppEnv } from '../context.ts';
 import { commonProblems, environmentParams, json, problem } from '../schemas.ts';
@@ -127,11 +125,7 @@ const attemptView = (a: AttemptRow) => ({
   receipt: a.receipt,
 });
 
-export function sandboxRoutes(
-  service: SandboxService,
-  db: Database,
-  authority: ProjectsAuthority,
-): OpenAPIHono<AppEnv> {
+export function sandboxRoutes(service: SandboxService, workspaces: WorkspaceService): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   app.use('*', async (c, next) => {
     await next();
@@ -139,8 +133,7 @@ export function sandboxRoutes(
   });
 
   app.openapi(routes.volume, async (c) => {
-    const { created, volume } = await createWorkspaceVolume(
-      { db, authority },
+    const { created, volume } = await workspaces.createVolume(
       c.var.principal,
       c.req.valid('param'),
       c.req.valid('json').idempotencyKey,

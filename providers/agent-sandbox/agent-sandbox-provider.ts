@@ -17,10 +17,10 @@ import type {
   ResourceRef,
   SandboxProvider,
 } from '../provider.ts';
-import { checkBudget } from './call-budget.ts';
 import { agentSandboxIdentity } from './identity.ts';
 import { clusterPinOf } from './cluster-pin.ts';
 import { KubeClient } from './kube-client.ts';
+import { budget } from './kube-errors.ts';
 import { describe, listOwned } from './list-owned.ts';
 import type { AdapterContext } from './observe.ts';
 import { parseSnapshot, snapshotOf, type AgentSandboxSnapshot } from './options-snapshot.ts';
@@ -80,7 +80,7 @@ export class AgentSandboxProvider implements SandboxProvider {
   ): Promise<T> {
     let result: T;
     try {
-      checkBudget(options, operation);
+      budget.check(options, operation);
       const context = { kube: this.kube, snapshot: this.pinned(snapshot) };
       result = await run(context);
     } catch (error) {
@@ -88,7 +88,7 @@ export class AgentSandboxProvider implements SandboxProvider {
       throw uncertain('adapter-error', `Agent Sandbox ${operation} failed unexpectedly`, error);
     }
     // An answer that arrives after the caller gave up is not one it can rely on.
-    checkBudget(options, operation);
+    budget.check(options, operation);
     return result;
   }
 

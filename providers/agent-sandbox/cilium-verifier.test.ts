@@ -4,8 +4,9 @@
 // generation. A failed read is an error, never a verdict; and the selector is checked against the
 // labels of a Pod the adapter really made.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { skipWithoutCrds } from '../../test/support/crd-dir.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../test/fakes/kube-api/index.ts';
-import { budget, newOwner, provisionRequest } from '../contract/contract-subject.ts';
+import { budget, newOwner, provisionRequest } from '../../test/contract/contract-subject.ts';
 import { ProviderError } from '../errors.ts';
 import { judgePolicies, type CiliumNetworkPolicyVerifier } from './cilium-verifier.ts';
 import { ClusterTrustError } from './cluster-pin.ts';
@@ -19,7 +20,7 @@ import {
   verifierOn,
   wipeNamespace,
   workspacePvcObject,
-} from './fake-cluster-harness.ts';
+} from '../../test/support/fake-cluster-harness.ts';
 import { LABELS, objectNames, projectHashOf } from './names.ts';
 
 const tenantId = 'acme';
@@ -31,7 +32,7 @@ const policy = (generation: number, matchLabels?: Record<string, string>, name?:
     matchLabels,
   );
 
-describe('CiliumNetworkPolicyVerifier on the fake Kubernetes API', () => {
+describe.skipIf(skipWithoutCrds)('CiliumNetworkPolicyVerifier on the fake Kubernetes API', () => {
   let fake: FakeKubeApi;
   let verifier: CiliumNetworkPolicyVerifier;
 

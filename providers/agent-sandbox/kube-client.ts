@@ -16,8 +16,8 @@ import {
 } from './client-node.ts';
 import { uncertain } from '../errors.ts';
 import type { CallOptions } from '../provider.ts';
-import { cancelled, checkBudget, requestSignal, timedOut } from './call-budget.ts';
-import { isAlreadyExists, isNotFound, mapKubeError, statusOf, type Verb } from './kube-errors.ts';
+import { requestSignal } from '../call-budget.ts';
+import { budget, isAlreadyExists, isNotFound, mapKubeError, statusOf, type Verb } from './kube-errors.ts';
 import { asObject, type KubeObject } from './kube-object.ts';
 import { CILIUM_GROUP, CILIUM_VERSION, CORE_GROUP, GROUP, VERSION } from './names.ts';
 
@@ -180,14 +180,14 @@ export class KubeClient {
     call: CallOptions,
     send: (options: ConfigurationOptions) => Promise<T>,
   ): Promise<T> {
-    checkBudget(call, `${verb} of ${what}`);
+    budget.check(call, `${verb} of ${what}`);
     const signal = requestSignal(call);
     try {
       return await send(withSignal(signal));
     } catch (error) {
       // The request was cut by the caller or by the deadline: say which, not "transport".
-      if (call.signal.aborted) throw cancelled(`${verb} of ${what}`, call.signal);
-      if (signal.aborted) throw timedOut(`${verb} of ${what}`, call.deadline);
+      if (call.signal.aborted) throw budget.cancelled(`${verb} of ${what}`, call.signal);
+      if (signal.aborted) throw budget.timedOut(`${verb} of ${what}`, call.deadline);
       throw mapKubeError(error, verb, what);
     }
   }

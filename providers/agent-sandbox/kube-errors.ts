@@ -3,9 +3,13 @@
 // transport failures (timeouts, resets, 5xx) may hide an applied effect. 404 and 409 on the exact
 // calls that expect them are handled by the caller (absent, AlreadyExists), not here.
 import { ApiException } from './client-node.ts';
+import { callBudget } from '../call-budget.ts';
 import { definitive, ProviderError, uncertain } from '../errors.ts';
 
 export type Verb = 'read' | 'list' | 'create' | 'delete';
+
+/** The adapter's call budget: every request and every wait between requests is bounded by it. */
+export const budget = callBudget('Agent Sandbox');
 
 export interface StatusDetails {
   code: number;

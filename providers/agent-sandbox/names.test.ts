@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { classifyProviderFailure } from '../errors.ts';
-import { newOwner } from '../contract/contract-subject.ts';
+import { newOwner } from '../../test/contract/contract-subject.ts';
 import { isDnsLabel, isLabelValue, objectNames, parseResourceId, pvcNameOf, resourceIdOf } from './names.ts';
 import {
   assertOwned,

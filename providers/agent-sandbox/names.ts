@@ -56,7 +56,6 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 export const isDnsLabel = (value: string): boolean => value.length <= 63 && DNS_LABEL.test(value);
 export const isLabelValue = (value: string): boolean => value.length <= 63 && LABEL_VALUE.test(value);
 
-
 export interface ObjectNames {
   claim: string;
   template: string;

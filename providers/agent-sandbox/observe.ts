@@ -3,10 +3,11 @@
 // not yet scheduled (just created, or being torn down) has no phase to report, so the read waits,
 // polling within the call's budget, until it has one or the claim is gone.
 import type { V1Pod } from './client-node.ts';
+import { hasTimeLeft, narrowed } from '../call-budget.ts';
 import { ownership, uncertain } from '../errors.ts';
 import type { CallOptions, OwnerBinding, ProviderResource } from '../provider.ts';
-import { narrowed, sleepWithin } from './call-budget.ts';
 import type { KubeClient } from './kube-client.ts';
+import { budget } from './kube-errors.ts';
 import { field, type KubeObject } from './kube-object.ts';
 import { resourceIdOf, type ObjectNames } from './names.ts';
 import type { AgentSandboxSnapshot } from './options-snapshot.ts';
@@ -119,9 +120,9 @@ export async function awaitObserved(
     if (claim === null) return { state: 'absent' };
     const observation = await observeClaim(context, claim, owner, names, bounded, expectedUid);
     if (observation.state !== 'pending') return observation;
-    if (Date.now() + snapshot.pollIntervalMilliseconds >= bounded.deadline.getTime()) {
+    if (!hasTimeLeft(bounded.deadline, Date.now() + snapshot.pollIntervalMilliseconds)) {
       throw uncertain('not-observable', `${observation.reason}; no phase to report before the deadline`);
     }
-    await sleepWithin(snapshot.pollIntervalMilliseconds, bounded, `observation of ${names.claim}`);
+    await budget.sleep(snapshot.pollIntervalMilliseconds, bounded, `observation of ${names.claim}`);
   }
 }

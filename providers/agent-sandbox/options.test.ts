@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseSnapshot, snapshotOf } from './options-snapshot.ts';
 import { AgentSandboxOptionsError, loadAgentSandboxOptions } from './options.ts';
-import { DIGEST, P, validEnv } from './fixtures.ts';
+import { DIGEST, P, validEnv } from '../../test/support/agent-sandbox-fixtures.ts';
 
 const exists = () => true;
 

@@ -2,6 +2,7 @@
 // the Pod is scheduled, then scheduled → image-ready (an imageID) → started (running since), never
 // from a Ready condition. Finished needs the Sandbox's Finished condition at its generation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { skipWithoutCrds } from '../../test/support/crd-dir.ts';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../../test/fakes/kube-api/index.ts';
 import {
   budget,
@@ -10,9 +11,14 @@ import {
   presentResource,
   provisionRequest,
   refTo,
-} from '../contract/contract-subject.ts';
+} from '../../test/contract/contract-subject.ts';
 import type { ProviderResource, SandboxProvider } from '../provider.ts';
-import { adapterOn, NAMESPACE, runtimeClassObject, workspacePvcObject } from './fake-cluster-harness.ts';
+import {
+  adapterOn,
+  NAMESPACE,
+  runtimeClassObject,
+  workspacePvcObject,
+} from '../../test/support/fake-cluster-harness.ts';
 import { objectNames } from './names.ts';
 
 const EXT = 'extensions.agents.x-k8s.io/v1beta1';
@@ -21,7 +27,7 @@ const shortBudget = (ms = 400) => ({
   deadline: new Date(Date.now() + ms),
 });
 
-describe('Agent Sandbox phases, one controller pass at a time', () => {
+describe.skipIf(skipWithoutCrds)('Agent Sandbox phases, one controller pass at a time', () => {
   let fake: FakeKubeApi;
   let provider: SandboxProvider;
 

@@ -2,8 +2,9 @@
 // or an object under one of the operation's deterministic names is not ours. Definitive refusals
 // leave nothing of the operation behind; a foreign object is never adopted and never touched.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { skipWithoutCrds } from '../../test/support/crd-dir.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../test/fakes/kube-api/index.ts';
-import { budget, failureOf, newOwner, provisionRequest } from '../contract/contract-subject.ts';
+import { budget, failureOf, newOwner, provisionRequest } from '../../test/contract/contract-subject.ts';
 import { ProviderError } from '../errors.ts';
 import type { ProvisionRequest, SandboxProvider } from '../provider.ts';
 import {
@@ -14,7 +15,7 @@ import {
   runtimeClassObject,
   wipeNamespace,
   workspacePvcObject,
-} from './fake-cluster-harness.ts';
+} from '../../test/support/fake-cluster-harness.ts';
 import { ANNOTATIONS, LABELS, objectNames } from './names.ts';
 
 const EXT = 'extensions.agents.x-k8s.io/v1beta1';
@@ -25,7 +26,7 @@ async function refusal(call: Promise<unknown>): Promise<{ kind: string; code: st
   return { kind: (error as ProviderError).kind, code: (error as ProviderError).code };
 }
 
-describe('Agent Sandbox provision refusals', () => {
+describe.skipIf(skipWithoutCrds)('Agent Sandbox provision refusals', () => {
   let fake: FakeKubeApi;
   let provider: SandboxProvider;
 

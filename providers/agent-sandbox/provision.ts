@@ -3,11 +3,12 @@
 // object only after checking it carries our exact owner binding. A refusal is reported definitive
 // only when nothing of ours is left behind: objects this operation made are rolled back first, and a
 // claim that exists means the effect happened, so the outcome is uncertain instead.
+import { narrowed } from '../call-budget.ts';
 import { definitive, ProviderError, uncertain } from '../errors.ts';
 import type { CallOptions, OwnerBinding, ProviderResource, ProvisionRequest } from '../provider.ts';
-import { narrowed, sleepWithin } from './call-budget.ts';
 import { buildClaim, buildPool, buildTemplate, type Blueprint, type WorkspacePlan } from './builders.ts';
 import type { CustomKind } from './kube-client.ts';
+import { budget } from './kube-errors.ts';
 import type { KubeObject } from './kube-object.ts';
 import { objectNames, pvcNameOf, type ObjectNames } from './names.ts';
 import { awaitObserved, type AdapterContext } from './observe.ts';
@@ -79,7 +80,7 @@ async function rollBack(context: AdapterContext, names: ObjectNames, owner: Owne
         'Background',
         bounded,
       );
-      await sleepWithin(snapshot.pollIntervalMilliseconds, bounded, `rollback of ${name}`);
+      await budget.sleep(snapshot.pollIntervalMilliseconds, bounded, `rollback of ${name}`);
     }
   }
   return 'rolled-back';

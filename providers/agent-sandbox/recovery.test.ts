@@ -2,6 +2,7 @@
 // during release, a failing list, a lease whose cluster pin is not the live cluster's. None may turn
 // into absence or into a second resource; a pin mismatch refuses before any request is sent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { skipWithoutCrds } from '../../test/support/crd-dir.ts';
 import {
   createCertificateAuthority,
   startFakeKubeApi,
@@ -15,17 +16,17 @@ import {
   provisionRequest,
   refTo,
   releaseOf,
-} from '../contract/contract-subject.ts';
+} from '../../test/contract/contract-subject.ts';
 import { classifyProviderFailure, ProviderError } from '../errors.ts';
 import type { ProviderResource, ProvisionRequest, SandboxProvider } from '../provider.ts';
-import { P } from './fixtures.ts';
+import { P } from '../../test/support/agent-sandbox-fixtures.ts';
 import {
   adapterOn,
   kubeConfigOf,
   NAMESPACE,
   runtimeClassObject,
   workspacePvcObject,
-} from './fake-cluster-harness.ts';
+} from '../../test/support/fake-cluster-harness.ts';
 import { LABELS, objectNames } from './names.ts';
 
 const EXT = 'extensions.agents.x-k8s.io/v1beta1';
@@ -36,7 +37,7 @@ async function failure(call: Promise<unknown>): Promise<ProviderError> {
   return error as ProviderError;
 }
 
-describe('Agent Sandbox recovery on the fake Kubernetes API', () => {
+describe.skipIf(skipWithoutCrds)('Agent Sandbox recovery on the fake Kubernetes API', () => {
   let fake: FakeKubeApi;
   let provider: SandboxProvider;
 

@@ -2,10 +2,11 @@
 // claim, its Sandbox and its Pod gone, and only then delete the operation's pool and template. The
 // receipt is proof of absence, so it rests on successful exact lookups; a 403, a transport error, a
 // foreign object or running out of time stays an error and is never read as absence.
+import { hasTimeLeft, narrowed } from '../call-budget.ts';
 import { definitive, ownership, uncertain } from '../errors.ts';
 import type { CallOptions, ReleaseReceipt, ReleaseRequest } from '../provider.ts';
-import { narrowed, sleepWithin } from './call-budget.ts';
 import type { CustomKind } from './kube-client.ts';
+import { budget } from './kube-errors.ts';
 import type { KubeObject, OwnerReference } from './kube-object.ts';
 import { objectNames, parseResourceId, type ObjectNames } from './names.ts';
 import type { AdapterContext } from './observe.ts';
@@ -60,13 +61,13 @@ async function untilAbsent(
   for (;;) {
     const left = await remaining();
     if (left === undefined) return;
-    if (Date.now() + context.snapshot.pollIntervalMilliseconds >= call.deadline.getTime()) {
+    if (!hasTimeLeft(call.deadline, Date.now() + context.snapshot.pollIntervalMilliseconds)) {
       throw uncertain(
         'release-incomplete',
         `${left} is still present; ${what} not confirmed before the deadline`,
       );
     }
-    await sleepWithin(context.snapshot.pollIntervalMilliseconds, call, what);
+    await budget.sleep(context.snapshot.pollIntervalMilliseconds, call, what);
   }
 }
 

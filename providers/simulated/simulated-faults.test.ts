@@ -9,8 +9,9 @@ import {
   pollUntil,
   provisionRequest,
   releaseOf,
-} from '../contract/contract-subject.ts';
+} from '../../test/contract/contract-subject.ts';
 import type { FaultPlan } from './fault-plan.ts';
+import { migrateSimulated } from './migrate.ts';
 import { SimulatedProvider } from './simulated-provider.ts';
 
 const outcome = (error: unknown) => (error as { code?: string }).code ?? 'not a ProviderError';
@@ -28,6 +29,7 @@ describe('SimulatedProvider fault plan', () => {
   beforeAll(async () => {
     handle = await openBackend('postgres');
     await migrate(handle.db);
+    await migrateSimulated(handle.db);
   });
   afterAll(async () => {
     await Promise.all(open.map((provider) => provider.close()));

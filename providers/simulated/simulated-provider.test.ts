@@ -10,8 +10,9 @@ import {
   provisionRequest,
   refTo,
   releaseOf,
-} from '../contract/contract-subject.ts';
+} from '../../test/contract/contract-subject.ts';
 import { classifyProviderFailure, ProviderError } from '../errors.ts';
+import { migrateSimulated } from './migrate.ts';
 import { SimulatedProvider, simulatedResourceId } from './simulated-provider.ts';
 
 describe('SimulatedProvider', () => {
@@ -20,6 +21,7 @@ describe('SimulatedProvider', () => {
   beforeAll(async () => {
     handle = await openBackend('postgres');
     await migrate(handle.db);
+    await migrateSimulated(handle.db);
   });
   afterAll(async () => {
     await handle.close();

@@ -14,6 +14,7 @@ import {
   type SimulatedResourceFilter,
   type SimulatedResourceRow,
 } from '../../store/simulated-resources.ts';
+import { callBudget } from '../call-budget.ts';
 import { definitive, ProviderError, uncertain } from '../errors.ts';
 import type {
   CallOptions,
@@ -29,7 +30,6 @@ import type {
   ResourceRef,
   SandboxProvider,
 } from '../provider.ts';
-import { checkBudget, sleepWithin, timedOut } from './call-budget.ts';
 import { FaultInjector, type FaultDecision, type InjectedFault } from './fault-injector.ts';
 import type { FaultPlan, ProviderOperation } from './fault-plan.ts';
 import { simulatedIdentity } from './identity.ts';
@@ -46,6 +46,9 @@ export interface SimulatedProviderOptions {
   /** The clock resources age by (phases); call deadlines use real time. */
   now?: () => number;
 }
+
+// Call deadlines are wall-clock; the injected `now` only ages resources.
+const budget = callBudget('Simulated');
 
 /** `sim-` + the first 20 hex digits of sha256(operationId): stable across retries and restarts. */
 export function simulatedResourceId(operationId: string): string {
@@ -82,7 +85,7 @@ export class SimulatedProvider implements SandboxProvider {
       validateOwner(request.owner);
       if (decision.fault === 'late-resource') {
         this.later(decision.lateMs, () => this.insert(request));
-        throw timedOut('provision', options.deadline);
+        throw budget.timedOut('provision', options.deadline);
       }
       const resource = await this.create(request);
       if (decision.fault === 'duplicate-resource') {
@@ -153,8 +156,8 @@ export class SimulatedProvider implements SandboxProvider {
     apply: (decision: FaultDecision) => Promise<T>,
   ): Promise<T> {
     const decision = this.faults.next(operation);
-    checkBudget(options, operation);
-    await sleepWithin(decision.latencyMs, options, operation);
+    budget.check(options, operation);
+    await budget.sleep(decision.latencyMs, options, operation);
     if (decision.fault === 'server-error') {
       throw uncertain('server-error', `Simulated ${operation} answered 503 Service Unavailable`);
     }
@@ -166,14 +169,14 @@ export class SimulatedProvider implements SandboxProvider {
       throw uncertain('storage-error', `Simulated ${operation} failed in its store`, error);
     }
     if (decision.fault === 'timeout-after-apply') {
-      await sleepWithin(Number.POSITIVE_INFINITY, options, operation);
-      throw timedOut(operation, options.deadline);
+      await budget.sleep(Number.POSITIVE_INFINITY, options, operation);
+      throw budget.timedOut(operation, options.deadline);
     }
     if (decision.fault === 'lost-response') {
       throw uncertain('connection-reset', `Simulated ${operation}: connection reset before the response`);
     }
     // An answer that arrives after the caller gave up is not one it can rely on.
-    checkBudget(options, operation);
+    budget.check(options, operation);
     return result;
   }
 

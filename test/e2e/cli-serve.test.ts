@@ -269,7 +269,7 @@ describe('sandlot serve as a child process (embedded)', () => {
       const key = await readFile(path.join(dataDir, 'dev-signing-key'), 'utf8');
       const stopped = await stopServe(server!);
       expect(stopped).toMatchObject({ code: 0, signal: null });
-      // Well inside serve's own 10 s fallback exit: it closed the server and the database itself.
+      // Well inside the 25 s shutdown grace period: it closed the server and the database itself.
       expect(stopped.ms).toBeLessThan(9_000);
 
       server = await startServe(dataDir);

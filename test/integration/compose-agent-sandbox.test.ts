@@ -5,15 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { skipWithoutCrds } from '../support/crd-dir.ts';
 import { composeSandlot } from '../../cli/compose.ts';
 import { loadConfig } from '../../config/load.ts';
-import { NAMESPACE } from '../../providers/agent-sandbox/fake-cluster-harness.ts';
-import { validEnv } from '../../providers/agent-sandbox/fixtures.ts';
+import { NAMESPACE } from '../support/fake-cluster-harness.ts';
+import { validEnv } from '../support/agent-sandbox-fixtures.ts';
 import { mintDevToken } from '../../http/auth/mint.ts';
 import { loadOrCreateDevKey } from '../../http/auth/dev-key.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/index.ts';
 
-describe('composition with SANDLOT_PROVIDER=agent-sandbox', () => {
+describe.skipIf(skipWithoutCrds)('composition with SANDLOT_PROVIDER=agent-sandbox', () => {
   let fake: FakeKubeApi;
   let dir: string;
 
@@ -76,6 +77,11 @@ describe('composition with SANDLOT_PROVIDER=agent-sandbox', () => {
       const snapshot = sandlot.provider.optionsSnapshot();
       expect(snapshot['namespace']).toBe(NAMESPACE);
       expect(JSON.stringify(snapshot)).not.toContain(fake.token);
+      // Migrated on start without the simulated provider's set: its table is not in this deployment.
+      const { rows } = await sandlot.db.query<{ oid: string | null }>(
+        `SELECT to_regclass('simulated_resources')::text AS oid`,
+      );
+      expect(rows[0]?.oid ?? null).toBeNull();
     } finally {
       await sandlot.close();
     }

@@ -2,6 +2,7 @@
 // client-node v2's CustomObjectsApi / CoreV1Api / NodeV1Api requests, answered with real Status errors.
 import { get } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { skipWithoutCrds } from '../support/crd-dir.ts';
 import {
   PatchStrategy,
   failureOf,
@@ -43,7 +44,7 @@ const readPod = (name: string) => k.core.readNamespacedPod({ name, namespace: ns
 const causes = (status: { details?: { causes?: { field: string }[] } }) =>
   status.details?.causes?.map((c) => c.field);
 
-describe('fake Kubernetes API: verbs and errors', () => {
+describe.skipIf(skipWithoutCrds)('fake Kubernetes API: verbs and errors', () => {
   it('creates, reads, replaces, patches and deletes, answering AlreadyExists and NotFound', async () => {
     const templates = at('sandboxtemplates');
     const created = await create('sandboxtemplates', sandboxTemplate('crud'));
@@ -158,7 +159,7 @@ describe('fake Kubernetes API: verbs and errors', () => {
   });
 });
 
-describe('fake Kubernetes API: controller', () => {
+describe.skipIf(skipWithoutCrds)('fake Kubernetes API: controller', () => {
   beforeAll(async () => {
     const labels = { app: 'runner', 'agents.x-k8s.io/spoof': 'x' };
     await create('sandboxtemplates', sandboxTemplate('runner', { labels }));
@@ -230,7 +231,7 @@ describe('fake Kubernetes API: controller', () => {
   });
 });
 
-describe('fake Kubernetes API: transport', () => {
+describe.skipIf(skipWithoutCrds)('fake Kubernetes API: transport', () => {
   it('fails TLS for a client that trusts another CA', async () => {
     const other = await createCertificateAuthority('another-ca');
     const before = fake.requests.length;

@@ -2,6 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { migrateFor } from '../../cli/migrations.ts';
+import { migrateSimulated, SIMULATED_MIGRATIONS } from '../../providers/simulated/migrate.ts';
 import type { Database } from '../../store/db.ts';
 import { MigrationChecksumError, MigrationFailedError, MigrationFileNameError } from '../../store/errors.ts';
 import { listMigrations, migrate } from '../../store/migrate.ts';
@@ -86,7 +88,7 @@ describe.each(backends)('migrate on %s', (backend) => {
     const failure = migrate(handle.db, { directory });
     await expect(failure).rejects.toThrow(MigrationChecksumError);
     await expect(failure).rejects.toThrow(/0001_first\.sql/);
-    await expect(failure).rejects.toMatchObject({ code: 'MIGRATION_CHECKSUM' });
+    await expect(failure).rejects.toMatchObject({ code: 'migration-checksum' });
   });
 
   it('refuses a malformed file name, naming it', async () => {
@@ -104,6 +106,108 @@ describe.each(backends)('migrate on %s', (backend) => {
     await expect(migrate(handle.db, { directory })).rejects.toThrow(
       /0001_again\.sql.*0001_first\.sql|0001_first\.sql.*0001_again\.sql/,
     );
+  });
+});
+
+describe.each(backends)('migration sets on %s', (backend) => {
+  let handle: BackendHandle;
+  let directory: string;
+
+  beforeEach(async () => {
+    handle = await openBackend(backend);
+    directory = await mkdtemp(join(tmpdir(), 'sandlot-migrations-'));
+  });
+
+  afterEach(async () => {
+    await handle.close();
+    await rm(directory, { recursive: true, force: true });
+  });
+
+  const simulatedLedger = async (db: Database) =>
+    (await db.query<{ name: string }>(`SELECT name FROM ${SIMULATED_MIGRATIONS.ledger} ORDER BY version`))
+      .rows;
+
+  it('keeps the simulated provider table out of the core set', async () => {
+    await migrate(handle.db);
+    expect(await tableExists(handle.db, 'simulated_resources')).toBe(false);
+    // Version 3 is retired: databases migrated before the split have it in their ledger.
+    const versions = (await listMigrations(new URL('../../migrations/', import.meta.url))).map(
+      (m) => m.version,
+    );
+    expect(versions).not.toContain(3);
+  });
+
+  it('applies the simulated set under its own ledger, once', async () => {
+    await migrate(handle.db);
+    const core = await ledger(handle.db);
+
+    expect(await migrateSimulated(handle.db)).toEqual({ applied: ['0001_simulated_resources.sql'] });
+    expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
+    expect(await simulatedLedger(handle.db)).toEqual([{ name: '0001_simulated_resources.sql' }]);
+    expect(await ledger(handle.db)).toEqual(core);
+    expect(await migrateSimulated(handle.db)).toEqual({ applied: [] });
+  });
+
+  it('creates the simulated table only where the simulated provider is configured', async () => {
+    const kubernetes = await migrateFor(handle.db, {
+      provider: { id: 'agent-sandbox', optionsRevision: '1' },
+    });
+    expect(kubernetes.some((name) => name.includes('simulated'))).toBe(false);
+    expect(await tableExists(handle.db, 'simulated_resources')).toBe(false);
+    expect(await tableExists(handle.db, SIMULATED_MIGRATIONS.ledger)).toBe(false);
+
+    const seen: string[] = [];
+    const simulated = await migrateFor(
+      handle.db,
+      { provider: { id: 'simulated', optionsRevision: '1' } },
+      (name) => seen.push(name),
+    );
+    expect(simulated).toEqual(['simulated/0001_simulated_resources.sql']);
+    expect(seen).toEqual(simulated);
+    expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
+  });
+
+  it('starts a database that applied the retired core 0003, keeping its simulated resources', async () => {
+    await migrate(handle.db);
+    // What the retired 0003_simulated_resources.sql left behind: the table, a row, its ledger entry.
+    const { sql } = (await listMigrations(SIMULATED_MIGRATIONS.directory))[0]!;
+    await handle.db.exec(sql.replaceAll(' IF NOT EXISTS', ''));
+    await handle.db.query(
+      `INSERT INTO schema_migrations (version, name, checksum) VALUES (3, '0003_simulated_resources.sql', $1)`,
+      ['79680b2f12834d872c8249c063c5734bf1b091cee64566b0654613e6f4adf0d9'],
+    );
+    await handle.db.query(
+      `INSERT INTO simulated_resources (resource_id, operation_id, owner, owner_hash, provider_fence,
+         lifecycle_generation, resource_generation, workspace, network_policy_generation, options, created_at_ms)
+       VALUES ('sim-1', 'op-1', '{}', 'h', 1, 1, 1, '{}', 1, '{}', 0)`,
+    );
+
+    expect(await migrate(handle.db)).toEqual({ applied: [] });
+    expect(await migrateSimulated(handle.db)).toEqual({ applied: ['0001_simulated_resources.sql'] });
+    const { rows } = await handle.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM simulated_resources',
+    );
+    expect(rows[0]).toEqual({ n: 1 });
+    expect((await ledger(handle.db)).map((row) => row.version)).toContain(3);
+  });
+
+  it('leaves alone a ledger row whose file was removed', async () => {
+    await writeFile(join(directory, '0001_first.sql'), 'CREATE TABLE first (id integer);');
+    await writeFile(join(directory, '0002_gone.sql'), 'CREATE TABLE gone (id integer);');
+    await migrate(handle.db, { directory });
+    await rm(join(directory, '0002_gone.sql'));
+    await writeFile(join(directory, '0003_third.sql'), 'CREATE TABLE third (id integer);');
+
+    expect(await migrate(handle.db, { directory })).toEqual({ applied: ['0003_third.sql'] });
+    expect((await ledger(handle.db)).map((row) => row.name)).toEqual([
+      '0001_first.sql',
+      '0002_gone.sql',
+      '0003_third.sql',
+    ]);
+  });
+
+  it('refuses a ledger name that is not a plain identifier', async () => {
+    await expect(migrate(handle.db, { directory, ledger: 'x; DROP TABLE y' })).rejects.toThrow(/ledger name/);
   });
 });
 

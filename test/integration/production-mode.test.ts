@@ -3,7 +3,7 @@
 import { generateKeyPair } from 'jose';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createServices } from '../../actors/services.ts';
+import { createEnvironmentRuntime, createServices } from '../../actors/services.ts';
 import { composeSandlot, type Sandlot } from '../../cli/compose.ts';
 import { loadConfig } from '../../config/load.ts';
 import { createApp } from '../../http/app.ts';
@@ -13,6 +13,8 @@ import { HttpRunSelections } from '../../http/clients/run-selection-client.ts';
 import { simulatedIdentity } from '../../providers/simulated/identity.ts';
 import { SimulatedProvider } from '../../providers/simulated/simulated-provider.ts';
 import type { Database } from '../../store/db.ts';
+import { attemptRunner } from '../../workers/effect-processor.ts';
+import { runnerDeps } from '../../workers/host.ts';
 import { migrate } from '../../store/migrate.ts';
 import { TableNetworkPolicies } from '../../store/network-policies.ts';
 import { isolatedPostgres, testDatabaseUrl, type IsolatedPostgres } from '../support/databases.ts';
@@ -87,8 +89,12 @@ describe('production mode (JWKS, HTTP Projects and run selection, PostgreSQL)', 
     await migrate(db);
     const authority = new HttpProjectsAuthority(fake.projectsUrl, TIMEOUT_MS);
     const provider = new SimulatedProvider({ db, optionsRevision: '1' });
+    const runtime = createEnvironmentRuntime(db);
+    const logger = pino({ level: 'silent' });
     const services = createServices({
       db,
+      runtime,
+      runner: attemptRunner(runnerDeps({ db, runtime, provider, logger })),
       provider,
       authority,
       selections: new HttpRunSelections(fake.runSelectionUrl, TIMEOUT_MS),
@@ -96,9 +102,7 @@ describe('production mode (JWKS, HTTP Projects and run selection, PostgreSQL)', 
     });
     app = createApp({
       db,
-      lifecycle: services.lifecycle,
-      sandbox: services.sandbox,
-      authority,
+      services,
       verifier: createTokenVerifier({
         kind: 'jwks',
         jwksUrl: fake.jwksUrl,

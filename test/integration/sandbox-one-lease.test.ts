@@ -90,6 +90,10 @@ describe.each(backends)('one current lease per Environment (%s)', (backend) => {
       recoveryRequest: {},
       workspace: row['workspace'] as never,
       networkPolicyGeneration: 1,
+      state: 'Provisioning',
+      resource: null,
+      releaseReceipt: null,
+      failure: null,
       revision: 1,
     });
     await expect(direct).rejects.toThrow(/sandbox_leases_one_current/);

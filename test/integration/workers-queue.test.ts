@@ -15,8 +15,12 @@ const cleanups: (() => Promise<void>)[] = [];
 
 interface Subject {
   queue: EffectQueue;
-  /** Resolves once the attempt is neither queued nor running, so a new publish is not a duplicate. */
-  settled: (attemptId: string) => Promise<void>;
+  /**
+   * Resolves once the queue holds nothing to run (nothing waiting, running or due for a retry), so
+   * no further run can come and a new publish is not a duplicate. Call it after the runs it should
+   * account for have finished: it waits on the queue's state, never on the clock.
+   */
+  drained: () => Promise<void>;
 }
 
 function bullmq(
@@ -37,15 +41,30 @@ function bullmq(
     await inspect.close();
     connection.disconnect();
   });
-  const settled = (id: string): Promise<void> =>
-    waitFor(async () => (await inspect.getJobState(id)) === 'unknown', { what: `job ${id} to be removed` });
-  return { queue, settled, prefix };
+  const drained = (): Promise<void> =>
+    waitFor(
+      async () => {
+        const counts = await inspect.getJobCounts(
+          'waiting',
+          'active',
+          'delayed',
+          'prioritized',
+          'waiting-children',
+        );
+        return Object.values(counts).every((n) => n === 0);
+      },
+      { what: 'the queue to drain' },
+    );
+  return { queue, drained, prefix };
 }
 
 function inProcess(options: { concurrency?: number } = {}): Subject {
   const queue = new InProcessEffectQueue({ backoffMs: 20, logger: silentLogger, ...options });
   cleanups.push(() => queue.close({ timeoutMs: 1_000 }));
-  return { queue, settled: () => delay(10) };
+  // Its bookkeeping after a run returns is synchronous (start the next entry, or set a retry timer
+  // for a failed attempt), so one turn of the event loop after the last run returned it has
+  // started everything it will; callers wait for the final attempt, after which no retry is due.
+  return { queue, drained: () => new Promise<void>((resolve) => setImmediate(resolve)) };
 }
 
 afterEach(async () => {
@@ -54,7 +73,9 @@ afterEach(async () => {
 afterAll(() => deleteKeys(url, filePrefix));
 
 function recorder(work: (attemptId: string, signal: AbortSignal) => Promise<void> = () => Promise.resolve()) {
+  /** Attempt IDs as their runs start, and as they return or throw. */
   const runs: string[] = [];
+  const finished: string[] = [];
   let active = 0;
   let maxActive = 0;
   const processor: EffectProcessor = async ({ attemptId }, signal) => {
@@ -65,12 +86,15 @@ function recorder(work: (attemptId: string, signal: AbortSignal) => Promise<void
       await work(attemptId, signal);
     } finally {
       active -= 1;
+      finished.push(attemptId);
     }
   };
   return {
     runs,
+    finished,
     processor,
     count: (id: string) => runs.filter((r) => r === id).length,
+    finishedCount: (id: string) => finished.filter((r) => r === id).length,
     max: () => maxActive,
   };
 }
@@ -80,42 +104,42 @@ describe.each([
   ['in-process', inProcess],
 ] as const)('effect queue (%s)', (_name, make) => {
   it('runs each published job once, within its concurrency', async () => {
-    const { queue } = make({ concurrency: 2 });
+    const { queue, drained } = make({ concurrency: 2 });
     const rec = recorder(() => delay(20));
     queue.start(rec.processor);
     const ids = Array.from({ length: 12 }, (_, i) => `att-${i}`);
     await queue.publish(ids.map((attemptId) => ({ attemptId })));
-    await waitFor(() => rec.runs.length === 12, { what: '12 runs' });
-    await delay(100);
+    await waitFor(() => rec.finished.length === 12, { what: '12 runs to finish' });
+    await drained();
     expect([...rec.runs].sort()).toEqual([...ids].sort());
     expect(rec.max()).toBe(2);
   });
 
   it('runs an attempt published twice while queued only once', async () => {
-    const { queue } = make();
+    const { queue, drained } = make();
     await queue.publish([{ attemptId: 'dup-a' }, { attemptId: 'dup-a' }]);
     await queue.publish([{ attemptId: 'dup-a' }, { attemptId: 'dup-b' }]);
     const rec = recorder();
     queue.start(rec.processor);
-    await waitFor(() => rec.runs.length === 2, { what: 'two runs' });
-    await delay(200);
+    await waitFor(() => rec.finished.length >= 2, { what: 'two runs to finish' });
+    await drained();
     expect(rec.count('dup-a')).toBe(1);
     expect(rec.count('dup-b')).toBe(1);
   });
 
   it('runs an attempt again when it is re-published after completion', async () => {
-    const { queue, settled } = make();
+    const { queue, drained } = make();
     const rec = recorder();
     queue.start(rec.processor);
     await queue.publish([{ attemptId: 'again' }]);
-    await waitFor(() => rec.count('again') === 1);
-    await settled('again');
+    await waitFor(() => rec.finishedCount('again') === 1, { what: 'the first run to finish' });
+    await drained();
     await queue.publish([{ attemptId: 'again' }]);
     await waitFor(() => rec.count('again') === 2, { what: 'the second run' });
   });
 
   it('retries a throwing processor, three attempts in all', async () => {
-    const { queue } = make();
+    const { queue, drained } = make();
     const rec = recorder((id) =>
       id === 'flaky' && rec.count('flaky') < 3 ? Promise.reject(new Error('transient')) : Promise.resolve(),
     );
@@ -128,10 +152,10 @@ describe.each([
       await rec.processor(job, signal);
     });
     await queue.publish([{ attemptId: 'flaky' }, { attemptId: 'hopeless' }]);
-    await waitFor(() => rec.count('flaky') === 3 && hopeless.runs.length === 3, {
+    await waitFor(() => rec.finishedCount('flaky') === 3 && hopeless.finished.length === 3, {
       what: 'three attempts each',
     });
-    await delay(300);
+    await drained();
     expect(rec.count('flaky')).toBe(3);
     expect(hopeless.runs).toHaveLength(3);
   });

@@ -1,7 +1,7 @@
 // Shared by the workers-* integration tests: real Redis, one key prefix per test file.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import pino from 'pino';
+import { createLogger } from '../../lib/logger.ts';
 
 const redisBase = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
@@ -14,7 +14,7 @@ export function uniquePrefix(): string {
   return `sandlot-test-${randomBytes(5).toString('hex')}`;
 }
 
-export const silentLogger = pino({ level: 'silent' });
+export const silentLogger = createLogger({ level: 'silent' });
 
 export async function deleteKeys(url: string, prefix: string): Promise<void> {
   const client = new Redis(url);

@@ -7,7 +7,7 @@ import type {
   ProviderResultEvent,
   ResourceSummary,
 } from '../../machines/environment-events.ts';
-import type { ProviderEffect } from '../../machines/sandbox-context.ts';
+import type { ProviderEffect } from '../../machines/environment-effects.ts';
 
 export type EnvironmentSnapshot = SnapshotFrom<typeof environmentMachine>;
 export type Outcome = 'succeeded' | 'failed' | 'unknown' | 'superseded';
@@ -66,6 +66,8 @@ export const reconcile = (operationId: string, fences: LeaseFences): Environment
   ...fences,
 });
 
+export const describe = (fences: LeaseFences): EnvironmentEvent => ({ type: 'sandbox.describe', ...fences });
+
 export const observed = (fences: LeaseFences, finished: 'PodSucceeded' | null): EnvironmentEvent => ({
   type: 'sandbox.observed',
   ...fences,
@@ -89,9 +91,12 @@ export function result(
   outcome: Outcome,
   resources: ResourceSummary[] | null = null,
 ): ProviderResultEvent {
+  const { kind } = attempt;
+  // A describe answers with sandbox.observed (actors/attempts.ts), never a provider.* result.
+  if (kind === 'describe') throw new Error('describe attempts have no provider.* result');
   const base = {
     attemptId: attempt.attemptId,
-    kind: attempt.kind,
+    kind,
     resourceGeneration: attempt.fences.resourceGeneration,
     providerFence: attempt.fences.providerFence,
     fencingGeneration: attempt.fences.fencingGeneration,

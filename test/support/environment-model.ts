@@ -4,11 +4,13 @@
 import { fromTransition, initialTransition, type ExecutableActionsFrom } from 'xstate';
 import { environmentMachine, type EnvironmentMachine } from '../../machines/environment.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
-import type { LeaseRecord, ProviderEffect, SandboxState } from '../../machines/sandbox-context.ts';
+import type { SandboxState } from '../../machines/environment-context.ts';
+import type { LeaseRecord, ProviderEffect } from '../../machines/environment-effects.ts';
 import {
   abandon,
   environmentInput,
   observed,
+  describe,
   outcomes,
   ownResource,
   provision,
@@ -127,11 +129,15 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     abandon(stale),
     reconcile(lease.operationId, fences),
     reconcile(lease.operationId, stale),
+    describe(fences),
+    describe(stale),
     observed(fences, null),
     observed(fences, 'PodSucceeded'),
     observed(stale, 'PodSucceeded'),
   );
   for (const effect of openAttempts(state)) {
+    // A describe answers with sandbox.observed (proposed above), never a provider.* result.
+    if (effect.kind === 'describe') continue;
     events.push(...genuineResults(effect));
     // Only attempts opened under the current fences: a stale attempt's result is matched by its
     // attempt id and a fencing generation other than the current one (the staleAttempt guard).

@@ -1,7 +1,7 @@
 // A tiny language for Environment scenarios: steps are events, or functions of the run so far for
 // events that name an attempt (provider results) or the current lease (abandon, reconcile, observe).
 import type { EnvironmentEvent, AttemptKind, ResourceSummary } from '../../machines/environment-events.ts';
-import type { ProviderEffect } from '../../machines/sandbox-context.ts';
+import type { ProviderEffect } from '../../machines/environment-effects.ts';
 import {
   abandon,
   observed,

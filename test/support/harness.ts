@@ -1,20 +1,22 @@
 // Builds the real application over a real database, with an HS256 verifier and a helper to mint
 // tokens, so HTTP tests go through exactly the code `sandlot serve` runs.
 import { randomBytes } from 'node:crypto';
-import pino from 'pino';
 import type { NetworkPolicyVerifier } from '../../actors/ports.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
-import { createServices, type Services } from '../../actors/services.ts';
+import { createEnvironmentRuntime, createServices, type Services } from '../../actors/services.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import { mintDevToken } from '../../http/auth/mint.ts';
 import { createTokenVerifier } from '../../http/auth/verify.ts';
 import { createApp } from '../../http/app.ts';
+import { createLogger } from '../../lib/logger.ts';
 import type { SandboxProvider } from '../../providers/provider.ts';
 import {
   SimulatedProvider,
   type SimulatedProviderOptions,
 } from '../../providers/simulated/simulated-provider.ts';
-import { startWorkers, type WorkerHost, type WorkerSettings } from '../../workers/host.ts';
+import { migrateSimulated } from '../../providers/simulated/migrate.ts';
+import { attemptRunner } from '../../workers/effect-processor.ts';
+import { runnerDeps, startWorkers, type WorkerHost, type WorkerSettings } from '../../workers/host.ts';
 import type { Database } from '../../store/db.ts';
 import { GrantsAuthority } from '../../store/grants.ts';
 import { migrate } from '../../store/migrate.ts';
@@ -41,6 +43,7 @@ export interface Harness {
 
 export interface HarnessOptions {
   key?: Uint8Array;
+  /** The caller already migrated: the core set, and migrateSimulated too if the test provisions. */
   migrated?: boolean;
   provider?: Omit<SimulatedProviderOptions, 'db' | 'optionsRevision'>;
   /** Run effects against this provider (e.g. the Agent Sandbox adapter on the fake API) instead. */
@@ -52,29 +55,37 @@ export interface HarnessOptions {
 }
 
 export async function buildHarness(db: Database, options: HarnessOptions = {}): Promise<Harness> {
-  if (options.migrated !== true) await migrate(db);
+  if (options.migrated !== true) {
+    await migrate(db);
+    // The harness always builds the simulated provider (as `provider`), so its table is always due.
+    await migrateSimulated(db);
+  }
   const key = options.key ?? new Uint8Array(randomBytes(32));
   const provider = new SimulatedProvider({ db, optionsRevision: '1', ...options.provider });
   const authority = new GrantsAuthority(db);
   const active: SandboxProvider = options.sandboxProvider ?? provider;
+  const logger = createLogger({ level: 'silent' });
+  const runtime = createEnvironmentRuntime(db);
+  const callTimeoutMs = (options.workers === false ? undefined : options.workers?.callTimeoutMs) ?? 2_000;
   const services = createServices({
     db,
+    runtime,
+    runner: attemptRunner(runnerDeps({ db, runtime, provider: active, logger }, callTimeoutMs)),
     provider: active,
     authority,
     selections: new TableRunSelections(db),
     networkPolicies: options.networkPolicies ?? new TableNetworkPolicies(db),
   });
-  const logger = pino({ level: 'silent' });
   const workers =
     options.workers === undefined || options.workers === false
       ? null
       : await startWorkers(
-          { db, services, provider: active, logger },
+          { db, runtime, provider: active, logger },
           {
             reconcileEveryMs: 200,
             republishAfterMs: 500,
             relayPollMs: 100,
-            callTimeoutMs: 2_000,
+            callTimeoutMs,
             // Tests that need the observer ask for it; otherwise its describes would add attempts.
             observeEveryMs: 600_000,
             ...options.workers,
@@ -82,9 +93,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
         );
   const app = createApp({
     db,
-    lifecycle: services.lifecycle,
-    sandbox: services.sandbox,
-    authority,
+    services,
     verifier: createTokenVerifier({ kind: 'hs256', key, issuer, audience }),
     logger,
     provider: active.identity,
@@ -92,7 +101,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
   });
   return {
     db,
-    runtime: services.runtime,
+    runtime,
     services,
     provider,
     workers,

@@ -245,7 +245,7 @@ export function startWorkersWith(
   settings: WorkerSettings = {},
 ): Promise<WorkerHost> {
   return startWorkers(
-    { db: h.db, services: h.services, provider, logger: pino({ level: 'silent' }) },
+    { db: h.db, runtime: h.runtime, provider, logger: pino({ level: 'silent' }) },
     { reconcileEveryMs: 200, republishAfterMs: 500, relayPollMs: 100, callTimeoutMs: 2_000, ...settings },
   );
 }

@@ -75,7 +75,7 @@ describe('loadConfig', () => {
   it('production without its external services names every missing variable in one error', () => {
     const error = configError({ DATABASE_URL: PRODUCTION.DATABASE_URL });
 
-    expect(error.code).toBe('CONFIG_INVALID');
+    expect(error.code).toBe('config-invalid');
     expect(error.problems.map((p) => p.variable)).toEqual([
       'SANDLOT_JWT_ISSUER',
       'SANDLOT_JWKS_URL',

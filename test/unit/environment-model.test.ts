@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { getAdjacencyMap } from 'xstate/graph';
 import { environmentMachine } from '../../machines/environment.ts';
 import { environmentEventSchema, type EnvironmentEvent } from '../../machines/environment-events.ts';
-import type { SandboxState } from '../../machines/sandbox-context.ts';
+import type { SandboxState } from '../../machines/environment-context.ts';
 import {
   isEffect,
   modelLogic,
@@ -86,12 +86,15 @@ const invariants: [string, (edge: Edge) => string | null][] = [
         }
         if (effect.attemptId in from.issued) return `attempt id ${effect.attemptId} reused`;
         const recorded = unresolved[effect.attemptId];
+        // A describe reads only: it blocks nothing, so the machine keeps no record of it open.
         const tracked =
-          effect.kind === 'listOwned'
-            ? lease.reconcileAttemptId === effect.attemptId
-            : recorded?.kind === effect.kind &&
-              recorded.fencingGeneration === fences.fencingGeneration &&
-              recorded.resourceGeneration === fences.resourceGeneration;
+          effect.kind === 'describe'
+            ? !(effect.attemptId in unresolved)
+            : effect.kind === 'listOwned'
+              ? lease.reconcileAttemptId === effect.attemptId
+              : recorded?.kind === effect.kind &&
+                recorded.fencingGeneration === fences.fencingGeneration &&
+                recorded.resourceGeneration === fences.resourceGeneration;
         if (!tracked) return `effect ${effect.attemptId} is not recorded as open`;
       }
       return null;

@@ -2,8 +2,8 @@
 // lease rows and the provider effects declared along the way (`kind gN fM`: resource generation N,
 // fencing generation M when an abandon moved it past 1).
 import { describe, expect, it } from 'vitest';
-import type { SandboxState } from '../../machines/sandbox-context.ts';
-import type { LifecycleState } from '../../machines/environment.ts';
+import type { SandboxState } from '../../machines/environment-context.ts';
+import type { LifecycleState } from '../../machines/environment-context.ts';
 import { ownResource, provision, release } from '../support/environment-events.ts';
 import {
   abandonLease,

@@ -1,6 +1,7 @@
 // API-server semantics the adapter relies on, exercised through client-node: status subresource
 // isolation, generation and resourceVersion rules, patch formats, finalizers, paging, faults.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { skipWithoutCrds } from '../../support/crd-dir.ts';
 import { PatchStrategy, failureOf, kubeClients, setHeaderOptions, type KubeClients } from './clients.ts';
 import { sandboxClaim } from './fixtures.ts';
 import { startFakeKubeApi, type FakeKubeApi } from './index.ts';
@@ -36,7 +37,7 @@ const createClaim = async (name: string, extra: object = {}) =>
 const getClaim = async (name: string) =>
   (await k.custom.getNamespacedCustomObject({ ...EXT, name })) as Claim;
 
-describe('writes', () => {
+describe.skipIf(skipWithoutCrds)('writes', () => {
   it('drops status on create and keeps it out of main-resource writes; /status writes only status', async () => {
     const created = await createClaim('status', { status: { sandbox: { name: 'x' } } });
     expect(created.status).toBeUndefined();
@@ -129,7 +130,7 @@ describe('writes', () => {
   });
 });
 
-describe('deletion', () => {
+describe.skipIf(skipWithoutCrds)('deletion', () => {
   it('keeps an object with finalizers until the last one is removed', async () => {
     await createClaim('finalized', { metadata: { name: 'finalized', finalizers: ['sandlot.dev/hold'] } });
     await k.custom.deleteNamespacedCustomObject({ ...EXT, name: 'finalized' });
@@ -159,7 +160,7 @@ describe('deletion', () => {
   });
 });
 
-describe('lists', () => {
+describe.skipIf(skipWithoutCrds)('lists', () => {
   it('pages with limit and continue', async () => {
     for (const name of ['page-a', 'page-b', 'page-c'])
       await createClaim(name, { metadata: { name, labels: { page: 'yes' } } });
@@ -188,7 +189,7 @@ describe('lists', () => {
   });
 });
 
-describe('faults', () => {
+describe.skipIf(skipWithoutCrds)('faults', () => {
   it('fails the next matching requests with the given status, then recovers', async () => {
     fake.faults.failNext({ verb: 'get', resource: 'sandboxclaims', name: 'page-a' }, 503, 2);
     expect(await failureOf(getClaim('page-a'))).toMatchObject({

@@ -1,6 +1,7 @@
 // The fake's controller loop against agent-sandbox's documented behaviour: how claims resolve pools
 // and templates, how pods get scheduled, finish and are owned, and how deletion cascades.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { skipWithoutCrds } from '../../support/crd-dir.ts';
 import { kubeClients, type KubeClients } from './clients.ts';
 import { runtimeClass, sandboxClaim, sandboxTemplate, warmPool } from './fixtures.ts';
 import { startFakeKubeApi, type Condition, type FakeKubeApi, type KubeObject } from './index.ts';
@@ -28,7 +29,7 @@ const condition = (object: KubeObject | undefined, type: string): Condition | un
 const stored = (ref: { apiVersion: string; kind: string; namespace: string }, name: string) =>
   fake.objects.get({ ...ref, name });
 
-describe('claims', () => {
+describe.skipIf(skipWithoutCrds)('claims', () => {
   it('reports WarmPoolNotFound, then TemplateNotFound, then binds once both exist', async () => {
     await create('sandboxclaims', sandboxClaim('orphan', 'late-pool'));
     await fake.controller.step();
@@ -88,7 +89,7 @@ describe('claims', () => {
   });
 });
 
-describe('sandboxes and pods', () => {
+describe.skipIf(skipWithoutCrds)('sandboxes and pods', () => {
   beforeAll(async () => {
     await create(
       'sandboxtemplates',
@@ -166,7 +167,7 @@ describe('sandboxes and pods', () => {
   });
 });
 
-describe('deletion', () => {
+describe.skipIf(skipWithoutCrds)('deletion', () => {
   it('deletes a claim in the background and cascades to Sandbox, Pod and Service on later passes', async () => {
     await k.custom.deleteNamespacedCustomObject({ ...EXT, plural: 'sandboxclaims', name: 'needs-pvc' });
     expect(stored(CLAIM, 'needs-pvc')).toBeUndefined();
@@ -202,7 +203,7 @@ describe('deletion', () => {
   });
 });
 
-describe('the timed loop', () => {
+describe.skipIf(skipWithoutCrds)('the timed loop', () => {
   it('reconciles on its own every intervalMs unless paused', async () => {
     const live = await startFakeKubeApi({ namespace: ns, controller: { intervalMs: 5 } });
     try {

@@ -1,25 +1,14 @@
 // Validates Agent Sandbox objects against the openAPIV3Schema of their CRD version, read at run time
-// from the shared reference directory (never copied into the repo). Unknown fields are rejected the
-// way the API server rejects them under fieldValidation=Strict; schema defaults are applied.
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// from the folder SANDLOT_CRD_DIR names (test/support/crd-dir.ts; never copied into the repo).
+// Unknown fields are rejected the way the API server rejects them under fieldValidation=Strict;
+// schema defaults are applied.
+import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject, type SchemaObject, type ValidateFunction } from 'ajv';
 import { parse } from 'yaml';
+import { crdPath } from '../../support/crd-dir.ts';
 import { cause, type StatusCause } from './errors.ts';
 import type { ResourceType } from './resources.ts';
 import { isObject, sameJson, type JsonObject } from './types.ts';
-
-const CANDIDATE_DIRS = [
-  fileURLToPath(new URL('../../../../shared/reference/agent-sandbox-crds/', import.meta.url)),
-  resolve(process.cwd(), '../shared/reference/agent-sandbox-crds'),
-];
-
-export function crdDirectory(): string {
-  const dir = CANDIDATE_DIRS.find((d) => existsSync(resolve(d, 'README.md')));
-  if (!dir) throw new Error(`Agent Sandbox CRDs not found; looked in ${CANDIDATE_DIRS.join(', ')}`);
-  return dir;
-}
 
 const KNOWN_FORMATS = new Set(['int32', 'int64', 'date-time']);
 
@@ -88,7 +77,7 @@ function validatorFor(resource: ResourceType): ValidateFunction {
   if (!file) throw new Error(`${resource.kind} has no CRD schema`);
   const cached = validators.get(file);
   if (cached) return cached;
-  const crd = parse(readFileSync(resolve(crdDirectory(), file), 'utf8'), { uniqueKeys: false }) as {
+  const crd = parse(readFileSync(crdPath(file), 'utf8'), { uniqueKeys: false }) as {
     spec: { versions: CrdVersion[] };
   };
   const version = crd.spec.versions.find((v) => v.name === resource.version);

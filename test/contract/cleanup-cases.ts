@@ -1,7 +1,7 @@
 // Contract: what reconciliation relies on: finding everything under an owner and fence (and nothing
 // else), and repeats that never make a second resource or turn into a failure.
 import { describe, expect, it } from 'vitest';
-import { classifyProviderFailure, ProviderError } from '../errors.ts';
+import { classifyProviderFailure, ProviderError } from '../../providers/errors.ts';
 import {
   budget,
   failureOf,

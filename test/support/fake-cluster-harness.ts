@@ -1,14 +1,14 @@
-// Test support: the adapter wired to a fake Kubernetes API (test/fakes/kube-api, passed in by the
-// test so this layer never imports test code), with the cluster objects a real installation would
+// Test support: the adapter wired to a fake Kubernetes API (test/fakes/kube-api, started by the
+// test and passed in), with the cluster objects a real installation would
 // already hold: the VM RuntimeClass, and each Workspace PVC, Bound and annotated, which in production
 // the Workspace storage lifecycle provisions before any Sandbox asks for it.
-import type { ProvisionRequest, SandboxProvider } from '../provider.ts';
-import { AgentSandboxProvider } from './agent-sandbox-provider.ts';
-import { CiliumNetworkPolicyVerifier } from './cilium-verifier.ts';
-import { KubeConfig } from './client-node.ts';
-import { P, validEnv } from './fixtures.ts';
-import { ANNOTATIONS, LABELS, pvcNameOf, projectHashOf } from './names.ts';
-import { loadAgentSandboxOptions } from './options.ts';
+import type { ProvisionRequest, SandboxProvider } from '../../providers/provider.ts';
+import { AgentSandboxProvider } from '../../providers/agent-sandbox/agent-sandbox-provider.ts';
+import { CiliumNetworkPolicyVerifier } from '../../providers/agent-sandbox/cilium-verifier.ts';
+import { KubeConfig } from '../../providers/agent-sandbox/client-node.ts';
+import { P, validEnv } from './agent-sandbox-fixtures.ts';
+import { ANNOTATIONS, LABELS, pvcNameOf, projectHashOf } from '../../providers/agent-sandbox/names.ts';
+import { loadAgentSandboxOptions } from '../../providers/agent-sandbox/options.ts';
 
 interface Ref {
   apiVersion: string;

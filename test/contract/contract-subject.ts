@@ -12,7 +12,7 @@ import type {
   ReleaseRequest,
   ResourceRef,
   SandboxProvider,
-} from '../provider.ts';
+} from '../../providers/provider.ts';
 
 export interface ContractSubject {
   provider: SandboxProvider;

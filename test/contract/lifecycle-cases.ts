@@ -1,6 +1,6 @@
 // Contract: the happy path a lease walks (create, observe, renew, terminate).
 import { describe, expect, it } from 'vitest';
-import type { ProviderPhase } from '../provider.ts';
+import type { ProviderPhase } from '../../providers/provider.ts';
 import {
   budget,
   newOwner,

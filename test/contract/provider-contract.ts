@@ -8,9 +8,16 @@ import { lifecycleCases } from './lifecycle-cases.ts';
 
 export type { ContractSubject } from './contract-subject.ts';
 
-/** Registers the contract for one provider; `setup` runs once, cases isolate themselves by owner. */
-export function defineProviderContract(name: string, setup: () => Promise<ContractSubject>): void {
-  describe(`provider contract: ${name}`, () => {
+/**
+ * Registers the contract for one provider; `setup` runs once, cases isolate themselves by owner.
+ * `skip`: report the whole contract as skipped (a subject that cannot be built on this machine).
+ */
+export function defineProviderContract(
+  name: string,
+  setup: () => Promise<ContractSubject>,
+  options: { skip?: boolean } = {},
+): void {
+  describe.skipIf(options.skip === true)(`provider contract: ${name}`, () => {
     let subject: ContractSubject | undefined;
     const current = (): ContractSubject => {
       if (subject === undefined) throw new Error(`contract subject ${name} was not set up`);

@@ -1,8 +1,8 @@
 // Contract: failures a worker must survive. A lost response or an exhausted budget is uncertain,
 // never definitive, and the exact lookups that reconciliation uses then tell the truth.
 import { describe, expect, it } from 'vitest';
-import { classifyProviderFailure, ProviderError } from '../errors.ts';
-import type { CallOptions, ProviderResource } from '../provider.ts';
+import { classifyProviderFailure, ProviderError } from '../../providers/errors.ts';
+import type { CallOptions, ProviderResource } from '../../providers/provider.ts';
 import {
   budget,
   failureOf,

@@ -1,0 +1,69 @@
+// Fresh authority for one caller on one project, the one way every use case asks it: before any
+// read, again after every asynchronous wait (a read, a provider answer), and once more inside the
+// transaction before commit, together with the run selection the Environment pinned. A caller who
+// loses a permission mid-request gets 403 and changes nothing.
+import type { Queryable } from '../store/db.ts';
+import type { EnvironmentRow } from '../store/environments.ts';
+import { ForbiddenError, RunSelectionChangedError, RunSelectionMissingError } from './errors.ts';
+import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
+import type { Caller, Permission, ProjectsAuthority, RunSelection, RunSelectionSource } from './ports.ts';
+import type { CommitContext } from './runtime.ts';
+
+export interface AuthorityDeps {
+  db: Queryable;
+  authority: ProjectsAuthority;
+  selections: RunSelectionSource;
+}
+
+export class Guard {
+  constructor(
+    private readonly deps: AuthorityDeps,
+    readonly caller: Caller,
+    readonly projectId: string,
+    private readonly required: readonly Permission[],
+  ) {}
+
+  /** Asks the authority afresh; throws ForbiddenError naming what is missing. */
+  async check(via?: Queryable): Promise<void> {
+    const granted = await this.deps.authority.permissions(this.caller, this.projectId, via);
+    const missing = this.required.filter((p) => !granted.has(p));
+    if (missing.length > 0) throw new ForbiddenError(missing);
+  }
+
+  /** Fresh authority before and after `work`: nothing it read reaches a caller who lost access. */
+  async around<T>(work: () => Promise<T>): Promise<T> {
+    await this.check();
+    return this.after(work);
+  }
+
+  /** `work`, then fresh authority: for a step that follows a check (the wait needs the recheck). */
+  async after<T>(work: () => Promise<T>): Promise<T> {
+    const value = await work();
+    await this.check();
+    return value;
+  }
+
+  /** The caller's Environment (404 for another tenant's, project's or run's), read between checks. */
+  environment(address: EnvironmentAddress): Promise<EnvironmentRow> {
+    return this.around(() => readOwnedEnvironment(this.deps.db, this.caller, address));
+  }
+
+  /** The run's provider selection as it stands now (409 when the run has none). */
+  async selection(runId: string, via?: Queryable): Promise<RunSelection> {
+    const selection = await this.deps.selections.get(this.caller.tenantId, this.projectId, runId, via);
+    if (selection === null) throw new RunSelectionMissingError(runId);
+    return selection;
+  }
+
+  /** Inside the transaction, before commit: authority again, and the selection the row pinned. */
+  commit(runId: string): CommitContext {
+    return {
+      actor: this.caller.subject,
+      beforeCommit: async (tx, row) => {
+        await this.check(tx);
+        const selection = await this.selection(runId, tx);
+        if (selection.selectionHash !== row.runSelectionHash) throw new RunSelectionChangedError(runId);
+      },
+    };
+  }
+}

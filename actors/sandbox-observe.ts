@@ -1,0 +1,91 @@
+// A fresh exact observation of an Active lease, through the one attempt runner: the machine opens a
+// describe attempt (`sandbox.describe`, written Pending under the Environment lock like every
+// provider call, gated by the lease state and fences), the runner runs it now, and its completion
+// tells the machine what changed (a new phase, or a finished run, which retires placement).
+// Inspection awaits it with a bounded wait; the periodic observer uses it for every Active lease.
+import { z } from 'zod';
+import type { EnvironmentEvent } from '../machines/environment-events.ts';
+import type { AttemptRow } from '../store/attempts.ts';
+import type { LeaseRow } from '../store/leases.ts';
+import type { AttemptRunner } from './ports.ts';
+import type { ActorRuntime, CommitContext } from './runtime.ts';
+
+export interface Observation {
+  exact: boolean;
+  phase: string | null;
+  finished: string | null;
+  error: { code: string; message: string } | null;
+}
+
+export interface ObserveDeps {
+  runtime: ActorRuntime<EnvironmentEvent>;
+  runner: AttemptRunner;
+  /** How long a caller waits for the describe's result. */
+  describeTimeoutMs: number;
+}
+
+/** The receipt a describe attempt records (workers/effect-processor.ts). */
+const describeReceipt = z.discriminatedUnion('present', [
+  z.object({ present: z.literal(true), phase: z.string(), finished: z.string().nullable() }),
+  z.object({ present: z.literal(false) }),
+]);
+
+function observationOf(attempt: AttemptRow | null, timeoutMs: number): Observation {
+  const none = { exact: false, phase: null, finished: null };
+  if (attempt === null)
+    return { ...none, error: { code: 'attempt-missing', message: 'the describe attempt is gone' } };
+  switch (attempt.state) {
+    case 'Succeeded': {
+      const receipt = describeReceipt.parse(attempt.receipt);
+      return receipt.present
+        ? { exact: true, phase: receipt.phase, finished: receipt.finished, error: null }
+        : { ...none, error: null };
+    }
+    case 'Pending':
+    case 'Dispatched':
+      return {
+        ...none,
+        error: { code: 'observation-pending', message: `no describe result within ${timeoutMs} ms` },
+      };
+    case 'Superseded':
+      return {
+        ...none,
+        error: { code: 'superseded', message: 'the lease moved on before the describe ran' },
+      };
+    default:
+      return { ...none, error: attempt.error ?? { code: 'provider-error', message: attempt.state } };
+  }
+}
+
+/**
+ * Describes the lease exactly, now. Null when the lease is not Active (nothing to observe); an
+ * observation with `exact: false` when the machine refused the describe or the answer was not exact.
+ */
+export async function observeLease(
+  deps: ObserveDeps,
+  lease: LeaseRow,
+  context: CommitContext,
+): Promise<Observation | null> {
+  if (lease.state !== 'Active') return null;
+  const opened = await deps.runtime.send(
+    lease.environmentId,
+    {
+      type: 'sandbox.describe',
+      resourceGeneration: lease.resourceGeneration,
+      providerFence: lease.providerFence,
+    },
+    context,
+  );
+  const attemptId = opened.accepted
+    ? opened.effects.find((e) => e.kind === 'provider')?.attemptId
+    : undefined;
+  if (attemptId === undefined || attemptId === null) {
+    return {
+      exact: false,
+      phase: null,
+      finished: null,
+      error: { code: 'lease-moved-on', message: 'the lease is no longer Active with these fences' },
+    };
+  }
+  return observationOf(await deps.runner.runNow(attemptId, deps.describeTimeoutMs), deps.describeTimeoutMs);
+}

@@ -1,0 +1,141 @@
+// What the Environment machine asks the runtime to do, as zod schemas: the single source of these
+// shapes. `effect.provider` becomes an attempt row (Pending) and an outbox row in the transition's
+// transaction; `record.*` actions are row writes in that same transaction. Workers parse an effect
+// with these schemas; nothing casts one.
+import { z } from 'zod';
+import { resourceSummarySchema, workspaceMountSchema, type ResourceSummary } from './environment-events.ts';
+import type { LeaseContext, SandboxState } from './environment-context.ts';
+
+const generation = z.number().int().positive();
+
+/** Every provider call the machine can declare. `describe` is read-only and never blocks release. */
+export const effectKinds = ['provision', 'release', 'listOwned', 'describe'] as const;
+export type EffectKind = (typeof effectKinds)[number];
+
+export const effectFencesSchema = z.strictObject({
+  lifecycleGeneration: generation,
+  resourceGeneration: generation,
+  providerFence: generation,
+  fencingGeneration: generation,
+});
+export type EffectFences = z.infer<typeof effectFencesSchema>;
+
+/** Everything a provider call needs, frozen when the attempt is opened (recorded as its request). */
+export const attemptRequestSchema = z.strictObject({
+  ownerHash: z.string(),
+  workspace: workspaceMountSchema,
+  networkPolicyGeneration: generation,
+  providerOptions: z.record(z.string(), z.unknown()),
+  resourceId: z.string().nullable(),
+  releaseIdempotencyKey: z.string().nullable(),
+});
+export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
+
+/** One provider call to make, exactly as the attempt row will record it. */
+export const providerEffectSchema = z.strictObject({
+  attemptId: z.string(),
+  kind: z.enum(effectKinds),
+  operationId: z.string(),
+  fences: effectFencesSchema,
+  request: attemptRequestSchema,
+});
+export type ProviderEffect = z.infer<typeof providerEffectSchema>;
+
+const sandboxStates = [
+  'NoLease',
+  'Provisioning',
+  'Active',
+  'Releasing',
+  'ReconciliationRequired',
+  'Released',
+  'Failed',
+] as const satisfies readonly SandboxState[];
+
+const failureSchema = z.object({ code: z.string(), message: z.string() });
+
+/** A lease row write the runtime performs in the transition's transaction. */
+export const leaseRecordSchema = z.strictObject({
+  resourceGeneration: generation,
+  state: z.enum(sandboxStates),
+  currentFencingGeneration: generation,
+  resource: resourceSummarySchema.nullable(),
+  releaseReceipt: z.record(z.string(), z.unknown()).nullable(),
+  failure: failureSchema.nullable(),
+});
+export type LeaseRecord = z.infer<typeof leaseRecordSchema>;
+
+/** A new lease row (its first state comes from the same transition's `record.lease`). */
+export const leaseReservationSchema = z.strictObject({
+  operationId: z.string(),
+  idempotencyKey: z.string(),
+  lifecycleGeneration: generation,
+  resourceGeneration: generation,
+  providerFence: generation,
+  currentFencingGeneration: generation,
+  ownerHash: z.string(),
+  workspace: workspaceMountSchema,
+  networkPolicyGeneration: generation,
+});
+export type LeaseReservation = z.infer<typeof leaseReservationSchema>;
+
+export const reservationOf = (lease: LeaseContext): LeaseReservation => ({
+  operationId: lease.operationId,
+  idempotencyKey: lease.idempotencyKey,
+  lifecycleGeneration: lease.lifecycleGeneration,
+  resourceGeneration: lease.resourceGeneration,
+  providerFence: lease.providerFence,
+  currentFencingGeneration: lease.currentFencingGeneration,
+  ownerHash: lease.ownerHash,
+  workspace: lease.workspace,
+  networkPolicyGeneration: lease.networkPolicyGeneration,
+});
+
+/** An unresolved attempt settled by reconciliation rather than by its own result. */
+export const attemptResolutionSchema = z.strictObject({
+  attemptId: z.string(),
+  state: z.enum(['Succeeded', 'Superseded']),
+  resolution: z.string(),
+});
+export type AttemptResolution = z.infer<typeof attemptResolutionSchema>;
+
+export const attemptIdFor = (operationId: string, kind: EffectKind, seq: number) =>
+  `${operationId}.${kind}.${seq}`;
+
+export function effectFor(lease: LeaseContext, attemptId: string, kind: EffectKind): ProviderEffect {
+  return {
+    attemptId,
+    kind,
+    operationId: lease.operationId,
+    fences: {
+      lifecycleGeneration: lease.lifecycleGeneration,
+      resourceGeneration: lease.resourceGeneration,
+      providerFence: lease.providerFence,
+      fencingGeneration: lease.currentFencingGeneration,
+    },
+    request: {
+      ownerHash: lease.ownerHash,
+      workspace: lease.workspace,
+      networkPolicyGeneration: lease.networkPolicyGeneration,
+      providerOptions: lease.providerOptions,
+      resourceId: lease.resource?.resourceId ?? null,
+      releaseIdempotencyKey:
+        kind === 'release' ? `${lease.operationId}.release.${lease.currentFencingGeneration}` : null,
+    },
+  };
+}
+
+export function leaseRecord(
+  lease: LeaseContext,
+  state: SandboxState,
+  releaseReceipt: Record<string, unknown> | null = null,
+): LeaseRecord {
+  const resource: ResourceSummary | null = lease.resource;
+  return {
+    resourceGeneration: lease.resourceGeneration,
+    state,
+    currentFencingGeneration: lease.currentFencingGeneration,
+    resource,
+    releaseReceipt,
+    failure: lease.failure,
+  };
+}
