@@ -2,6 +2,7 @@
 // tables (store/) and, in production, a client of the real thing (an HTTP service, or for network
 // policies the Kubernetes API). Implementations accept an optional `via` handle so a recheck made
 // inside a transaction reads through that transaction; those that read no table ignore it.
+import type { ProviderIdentity } from '../providers/provider.ts';
 import type { AttemptRow } from '../store/attempts.ts';
 import type { Queryable } from '../store/db.ts';
 
@@ -18,13 +19,8 @@ export interface ProjectsAuthority {
   permissions(caller: Caller, projectId: string, via?: Queryable): Promise<ReadonlySet<Permission>>;
 }
 
-export interface ProviderCandidate {
-  providerId: string;
-  adapterVersion: string;
-  optionsSchemaVersion: number;
-  optionsRevision: string;
-  hostingPattern: string;
-  capabilities: string[];
+/** A provider a run may use: what the provider advertises, and whether the run requires it alone. */
+export interface ProviderCandidate extends ProviderIdentity {
   exclusive: boolean;
 }
 

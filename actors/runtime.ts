@@ -50,14 +50,11 @@ export type SendOutcome =
   /** The machine ignored the event in its current state; nothing was written. */
   | { accepted: false; row: EnvironmentRow; snapshot: AnyMachineSnapshot };
 
-export interface Identity {
-  environmentId: string;
-  tenantId: string;
-  projectId: string;
-  runId: string;
-  idempotencyKey: string;
-  runSelectionHash: string;
-}
+/** What a new actor's row is keyed and pinned by. */
+export type Identity = Pick<
+  EnvironmentRow,
+  'environmentId' | 'tenantId' | 'projectId' | 'runId' | 'idempotencyKey' | 'runSelectionHash'
+>;
 
 export interface CreateOutcome {
   created: boolean;
