@@ -95,7 +95,7 @@ export async function composeSandlot(
   logger: Logger,
   options: ComposeOptions = {},
 ): Promise<Sandlot> {
-  const db = await openDatabase(config);
+  const db = await openDatabase(config, logger);
   let workers: WorkerHost | null = null;
   let provider: ClosableProvider | null = null;
   try {

@@ -83,6 +83,8 @@ export function problemResponse(p: SandlotError, instance?: string): Response {
       (p instanceof AuthenticationError && p.tokenPresent);
     headers.set('www-authenticate', `Bearer realm="sandlot"${invalid ? ', error="invalid_token"' : ''}`);
   }
+  const retryAfter = p.retryAfterSeconds;
+  if (retryAfter !== undefined) headers.set('retry-after', String(retryAfter));
   return new Response(JSON.stringify(problemBody(p, instance)), { status: p.status, headers });
 }
 

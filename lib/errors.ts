@@ -27,6 +27,11 @@ export abstract class SandlotError extends Error {
     return undefined;
   }
 
+  /** For an unavailability (503): how long a client should wait before retrying (Retry-After). */
+  get retryAfterSeconds(): number | undefined {
+    return undefined;
+  }
+
   /** Extra problem members a caller may see (`unresolvedAttempts`, `current`, ...). */
   get extensions(): Readonly<Record<string, unknown>> | undefined {
     return undefined;

@@ -1,4 +1,10 @@
+// The `Database` over a pg pool. A lost connection (a PostgreSQL restart or failover) must never
+// end the process: every checked-out client gets an `error` listener for as long as it is out, a
+// broken client is destroyed rather than returned to the pool, and the failure reaches the caller
+// as DatabaseUnavailableError (503). Serialization failures and deadlocks retry the transaction a
+// bounded number of times; values PostgreSQL refuses (class 22) become InvalidValueError (400).
 import pg from 'pg';
+import { DatabaseUnavailableError, asDatabaseError, classifyDatabaseError } from './database-errors.ts';
 import type { Database, Queryable, QueryResult } from './db.ts';
 
 export interface PgDatabaseOptions {
@@ -6,16 +12,28 @@ export interface PgDatabaseOptions {
   /** Sets search_path on every connection; tests use one schema per file. */
   schema?: string;
   max?: number;
+  /** Told once per connection lost (idle or checked out); the process logs it and goes on. */
+  onConnectionLost?: (error: Error) => void;
+  /** Attempts of a transaction that fails with a serialization failure or deadlock (default 3). */
+  conflictAttempts?: number;
 }
 
 function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const result = await client.query(sql, params as unknown[] | undefined);
-      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+      try {
+        const result = await client.query(sql, params as unknown[] | undefined);
+        return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+      } catch (error) {
+        throw asDatabaseError(error);
+      }
     },
     async exec(sql: string): Promise<void> {
-      await client.query(sql);
+      try {
+        await client.query(sql);
+      } catch (error) {
+        throw asDatabaseError(error);
+      }
     },
   };
 }
@@ -26,25 +44,54 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     max: options.max ?? 10,
     ...(options.schema === undefined ? {} : { options: `-c search_path=${options.schema}` }),
   });
-  // An idle client that loses its connection must not crash the process; the next query reconnects.
-  pool.on('error', () => undefined);
+  const lost = (error: Error) => options.onConnectionLost?.(error);
+  // An idle client that loses its connection is dropped by the pool; the next query reconnects.
+  pool.on('error', lost);
   const outer = wrap(pool);
+  const attempts = Math.max(1, options.conflictAttempts ?? 3);
+
+  async function once<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      throw asDatabaseError(error);
+    }
+    let broken: Error | undefined;
+    const onError = (error: Error) => {
+      broken = error;
+      lost(error);
+    };
+    client.on('error', onError);
+    try {
+      await wrap(client).query('BEGIN');
+      const result = await fn(wrap(client));
+      await wrap(client).query('COMMIT');
+      return result;
+    } catch (error) {
+      const failed = asDatabaseError(error);
+      if (failed instanceof DatabaseUnavailableError) broken ??= failed;
+      else await client.query('ROLLBACK').catch(() => undefined);
+      throw failed;
+    } finally {
+      client.off('error', onError);
+      // A client whose connection failed is destroyed, never handed to the next caller.
+      client.release(broken ?? false);
+    }
+  }
+
   return {
     kind: 'postgres',
     query: (sql, params) => outer.query(sql, params),
     exec: (sql) => outer.exec(sql),
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const result = await fn(wrap(client));
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await once(fn);
+        } catch (error) {
+          const cause = error instanceof Error ? error.cause : undefined;
+          if (attempt >= attempts || classifyDatabaseError(cause ?? error) !== 'conflict') throw error;
+        }
       }
     },
     async close(): Promise<void> {

@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { asDatabaseError } from './database-errors.ts';
 import type { Database, Queryable, QueryResult } from './db.ts';
 
 interface PgliteQueryable {
@@ -8,12 +9,21 @@ interface PgliteQueryable {
 
 function wrap(target: PgliteQueryable): Queryable {
   return {
+    // The same classification as PostgreSQL's (a value it refuses is 400, not 500).
     async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const result = await target.query<R>(sql, params === undefined ? undefined : [...params]);
-      return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+      try {
+        const result = await target.query<R>(sql, params === undefined ? undefined : [...params]);
+        return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+      } catch (error) {
+        throw asDatabaseError(error);
+      }
     },
     async exec(sql: string): Promise<void> {
-      await target.exec(sql);
+      try {
+        await target.exec(sql);
+      } catch (error) {
+        throw asDatabaseError(error);
+      }
     },
   };
 }

@@ -1,7 +1,7 @@
 // Builds the real application over a real database, with an HS256 verifier and a helper to mint
 // tokens, so HTTP tests go through exactly the code `sandlot serve` runs.
 import { randomBytes } from 'node:crypto';
-import type { NetworkPolicyVerifier } from '../../actors/ports.ts';
+import type { NetworkPolicyVerifier, ProjectsAuthority } from '../../actors/ports.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../../actors/services.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
@@ -50,6 +50,8 @@ export interface HarnessOptions {
   sandboxProvider?: SandboxProvider;
   /** Verify network policies with this (e.g. the Cilium verifier on the fake API); default the table. */
   networkPolicies?: NetworkPolicyVerifier;
+  /** Ask this Projects authority (e.g. one that can be held) instead of the grants table. */
+  authority?: ProjectsAuthority;
   /** Start workers (in-process queue unless `redisUrl` is given). */
   workers?: WorkerSettings | false;
 }
@@ -62,7 +64,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
   }
   const key = options.key ?? new Uint8Array(randomBytes(32));
   const provider = new SimulatedProvider({ db, optionsRevision: '1', ...options.provider });
-  const authority = new GrantsAuthority(db);
+  const authority = options.authority ?? new GrantsAuthority(db);
   const active: SandboxProvider = options.sandboxProvider ?? provider;
   const logger = createLogger({ level: 'silent' });
   const runtime = createEnvironmentRuntime(db);
