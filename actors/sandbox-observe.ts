@@ -5,7 +5,7 @@
 // Inspection awaits it with a bounded wait; the periodic observer uses it for every Active lease.
 import { z } from 'zod';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import type { AttemptRow } from '../store/attempts.ts';
+import { readPendingDescribe, type AttemptRow } from '../store/attempts.ts';
 import type { LeaseRow } from '../store/leases.ts';
 import type { AttemptRunner } from './ports.ts';
 import type { ActorRuntime, CommitContext } from './runtime.ts';
@@ -67,19 +67,31 @@ export async function observeLease(
   context: CommitContext,
 ): Promise<Observation | null> {
   if (lease.state !== 'Active') return null;
-  const opened = await deps.runtime.send(
+  // Under the Environment's lock: share a describe that is not dispatched yet (it will be, after
+  // this request arrived, so its answer is fresh for it too), or open one. Concurrent inspections
+  // of one lease thus cost one describe, not one each.
+  const { value: shared, sent } = await deps.runtime.step<string | null>(
     lease.environmentId,
-    {
-      type: 'sandbox.describe',
-      resourceGeneration: lease.resourceGeneration,
-      providerFence: lease.providerFence,
+    async (tx) => {
+      const pending = await readPendingDescribe(tx, {
+        operationId: lease.operationId,
+        resourceGeneration: lease.resourceGeneration,
+        providerFence: lease.providerFence,
+        fencingGeneration: lease.currentFencingGeneration,
+      });
+      if (pending !== null) return { event: null, value: pending };
+      const event: EnvironmentEvent = {
+        type: 'sandbox.describe',
+        resourceGeneration: lease.resourceGeneration,
+        providerFence: lease.providerFence,
+      };
+      return { event, value: null };
     },
     context,
   );
-  const attemptId = opened.accepted
-    ? opened.effects.find((e) => e.kind === 'provider')?.attemptId
-    : undefined;
-  if (attemptId === undefined || attemptId === null) {
+  const opened = sent?.accepted === true ? sent.effects.find((e) => e.kind === 'provider')?.attemptId : null;
+  const attemptId = shared ?? opened ?? null;
+  if (attemptId === null) {
     return {
       exact: false,
       phase: null,

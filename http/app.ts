@@ -1,10 +1,12 @@
 // The Hono application: one sub-app per resource, one onError that turns every failure into
 // problem+json, OpenAPI generated from the same zod schemas that validate requests.
 import { OpenAPIHono } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
 import { Scalar } from '@scalar/hono-api-reference';
 import type { Logger } from 'pino';
 import type { Services } from '../actors/services.ts';
 import type { ProviderIdentity } from '../providers/provider.ts';
+import { MAX_BODY_BYTES } from '../lib/limits.ts';
 import type { Database } from '../store/db.ts';
 import { requirePrincipal } from './auth/middleware.ts';
 import type { TokenVerifier } from './auth/verify.ts';
@@ -50,6 +52,23 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
       'request',
     );
   });
+
+  // Bodies are bounded before anything parses them (a declared or a streamed length alike).
+  app.use(
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) =>
+        problemResponse(
+          new Problem(
+            413,
+            'payload-too-large',
+            'Payload too large',
+            `the body exceeds ${MAX_BODY_BYTES} bytes`,
+          ),
+          c.req.path,
+        ),
+    }),
+  );
 
   app.onError(errorHandler(deps.logger));
   app.notFound((c) =>

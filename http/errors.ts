@@ -33,9 +33,18 @@ export function toProblem(error: unknown): SandlotError | null {
   if (error instanceof SandlotError) return error;
   // Raised by Hono itself: a body that does not parse as JSON, in practice.
   if (error instanceof HTTPException) {
-    return error.status === 400
-      ? badRequest('malformed-request', 'Malformed request', 'the request body is not valid JSON')
-      : new Problem(error.status, 'http-error', error.message || 'HTTP error');
+    if (error.status === 400) {
+      return badRequest('malformed-request', 'Malformed request', 'the request body is not valid JSON');
+    }
+    if (error.status === 415) {
+      return new Problem(
+        415,
+        'unsupported-media-type',
+        'Unsupported media type',
+        'send the body as application/json',
+      );
+    }
+    return new Problem(error.status, 'http-error', error.message || 'HTTP error');
   }
   return null;
 }

@@ -1,12 +1,14 @@
 import { z } from '@hono/zod-openapi';
 import { leaseViewSchema } from '../actors/sandbox-view.ts';
+import { MAX_INT32 } from '../lib/limits.ts';
 import {
   abandonEventSchema,
+  generationSchema,
   idempotencyKeySchema,
   provisionEventSchema,
 } from '../machines/environment-events.ts';
 
-const generation = z.number().int().positive();
+const generation = generationSchema;
 
 /** The caller's part of the machine's sandbox.provision event; the rest is Sandlot's. */
 export const provisionBody = provisionEventSchema
@@ -82,6 +84,7 @@ export const networkPolicyQuery = z.object({
     .number()
     .int()
     .positive()
+    .max(MAX_INT32)
     .optional()
     .openapi({ param: { name: 'networkPolicyGeneration', in: 'query' }, example: 1 }),
 });

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { MAX_INT32 } from '../lib/limits.ts';
 import { identifierSchema, idempotencyKeySchema } from '../machines/environment-events.ts';
 import { lifecycleStates } from '../machines/environment-context.ts';
 
@@ -47,7 +48,7 @@ export const registerBody = z
 
 export const releaseBody = z
   .strictObject({
-    expectedLifecycleGeneration: z.number().int().positive().openapi({ example: 1 }),
+    expectedLifecycleGeneration: z.number().int().positive().max(MAX_INT32).openapi({ example: 1 }),
     idempotencyKey: idempotencyKeySchema.meta({ example: 'release-1' }),
   })
   .openapi('ReleaseEnvironment');

@@ -3,10 +3,15 @@
 // transaction; `record.*` actions are row writes in that same transaction. Workers parse an effect
 // with these schemas; nothing casts one.
 import { z } from 'zod';
-import { resourceSummarySchema, workspaceMountSchema, type ResourceSummary } from './environment-events.ts';
+import {
+  generationSchema,
+  resourceSummarySchema,
+  workspaceMountSchema,
+  type ResourceSummary,
+} from './environment-events.ts';
 import type { LeaseContext, SandboxState } from './environment-context.ts';
 
-const generation = z.number().int().positive();
+const generation = generationSchema;
 
 /** Every provider call the machine can declare. `describe` is read-only and never blocks release. */
 export const effectKinds = ['provision', 'release', 'listOwned', 'describe'] as const;

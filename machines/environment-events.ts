@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_INT32 } from '../lib/limits.ts';
 
 /** Path segments and identifiers chosen by callers: URL-safe, bounded. */
 export const identifierSchema = z
@@ -14,7 +15,9 @@ export const idempotencyKeySchema = z
   .max(200, 'must be at most 200 characters')
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
-const generation = z.number().int().positive();
+/** A fence or generation: a positive integer that fits the database's `integer` columns. */
+export const generationSchema = z.number().int().positive().max(MAX_INT32, `must be at most ${MAX_INT32}`);
+const generation = generationSchema;
 
 export const environmentInputSchema = z.strictObject({
   environmentId: z.string(),
@@ -31,7 +34,12 @@ export const releaseEventSchema = z.strictObject({
 });
 
 export const workspaceMountSchema = z.strictObject({
-  volumeId: z.string().min(1).max(128),
+  volumeId: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/,
+      'must be 1-128 characters of A-Z a-z 0-9 . _ - starting alnum',
+    ),
   resourceGeneration: generation,
   dataGeneration: generation,
   mountPath: z

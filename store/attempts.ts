@@ -96,6 +96,29 @@ export async function readAttemptEnvironment(q: Queryable, attemptId: string): P
   return rows[0]?.environmentId ?? null;
 }
 
+/**
+ * A describe of this lease opened under these fences and not dispatched yet: a caller that wants a
+ * fresh observation may share it, since it will be dispatched after now.
+ */
+export async function readPendingDescribe(
+  q: Queryable,
+  fences: {
+    operationId: string;
+    resourceGeneration: number;
+    providerFence: number;
+    fencingGeneration: number;
+  },
+): Promise<string | null> {
+  const { rows } = await q.query<{ attemptId: string }>(
+    `SELECT attempt_id AS "attemptId" FROM provider_attempts
+      WHERE operation_id = $1 AND kind = 'describe' AND state = 'Pending'
+        AND resource_generation = $2 AND provider_fence = $3 AND fencing_generation = $4
+      ORDER BY created_at DESC LIMIT 1`,
+    [fences.operationId, fences.resourceGeneration, fences.providerFence, fences.fencingGeneration],
+  );
+  return rows[0]?.attemptId ?? null;
+}
+
 export async function readAttemptsOfOperation(q: Queryable, operationId: string): Promise<AttemptRow[]> {
   const { rows } = await q.query<AttemptRow>(
     `SELECT ${columns} FROM provider_attempts WHERE operation_id = $1 ORDER BY created_at, attempt_id`,

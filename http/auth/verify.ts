@@ -4,6 +4,7 @@ import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
 import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 
 import { AuthenticationError } from './authentication-error.ts';
+import { PRINTABLE_TEXT } from '../../lib/limits.ts';
 import { TENANT_ID_PATTERN } from './principal.ts';
 import type { Principal } from './principal.ts';
 
@@ -64,6 +65,9 @@ function resolveKey(options: TokenVerifierOptions): [Uint8Array | JWTVerifyGetKe
 function principalFrom(payload: JWTPayload): Principal {
   const { sub, tenant, roles } = payload;
   if (typeof sub !== 'string' || sub === '') throw new AuthenticationError('missing subject claim', true);
+  // The subject is journaled and logged as the actor: no control characters, bounded.
+  if (sub.length > 256 || !PRINTABLE_TEXT.test(sub))
+    throw new AuthenticationError('invalid subject claim', true);
   if (tenant === undefined) throw new AuthenticationError('missing tenant claim', true);
   if (typeof tenant !== 'string' || !TENANT_ID_PATTERN.test(tenant)) {
     throw new AuthenticationError('invalid tenant claim', true);

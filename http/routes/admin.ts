@@ -3,6 +3,7 @@
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
 import { createMiddleware } from 'hono/factory';
 import { permissions } from '../../actors/ports.ts';
+import { MAX_INT32, MAX_JSON_DEPTH, PRINTABLE_TEXT, jsonDepthWithin } from '../../lib/limits.ts';
 import { identifierSchema } from '../../machines/environment-events.ts';
 import type { ProviderIdentity } from '../../providers/provider.ts';
 import type { Database } from '../../store/db.ts';
@@ -26,6 +27,7 @@ const grantParams = tenantProjectParams.extend({
     .min(1)
     .max(256)
     .regex(/^[^\s/]+$/, 'must not contain spaces or slashes')
+    .regex(PRINTABLE_TEXT, 'must not contain control characters')
     .openapi({ param: { name: 'subject', in: 'path' }, example: 'alice' }),
 });
 
@@ -119,7 +121,14 @@ const putSelectionRoute = createRoute({
 });
 
 const networkPolicyBody = z
-  .strictObject({ policy: z.record(z.string(), z.unknown()) })
+  .strictObject({
+    policy: z
+      .record(z.string(), z.unknown())
+      .refine(
+        (p) => jsonDepthWithin(p, MAX_JSON_DEPTH),
+        `must not nest deeper than ${MAX_JSON_DEPTH} levels`,
+      ),
+  })
   .openapi('NetworkPolicyRequest', {
     description: 'The policy document (Cilium rules); immutable per generation',
   });
@@ -135,6 +144,7 @@ const putNetworkPolicyRoute = createRoute({
         .number()
         .int()
         .positive()
+        .max(MAX_INT32)
         .openapi({ param: { name: 'generation', in: 'path' }, example: 1 }),
     }),
     body: { required: true, content: { 'application/json': { schema: networkPolicyBody } } },

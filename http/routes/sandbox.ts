@@ -71,7 +71,10 @@ const routes = {
     security,
     request: {
       params: environmentParams.extend({
-        operationId: z.string().openapi({ param: { name: 'operationId', in: 'path' } }),
+        operationId: z
+          .string()
+          .regex(/^op_[a-z2-7]{32}$/, 'is not an operation ID')
+          .openapi({ param: { name: 'operationId', in: 'path' } }),
       }),
     },
     responses: {
@@ -106,6 +109,29 @@ const routes = {
 
 const iso = (d: Date | null) => (d === null ? null : new Date(d).toISOString());
 
+/**
+ * What a describe saw, and nothing else: rows written before the one attempt runner held the whole
+ * provider answer, owner binding and owner hash included, which an answer never shows.
+ */
+function describeReceiptView(receipt: unknown): unknown {
+  if (typeof receipt !== 'object' || receipt === null) return receipt;
+  const r = receipt as { present?: unknown; phase?: unknown; finished?: unknown; resource?: unknown };
+  if (r.present !== true) return { present: r.present ?? null };
+  const resource = (typeof r.resource === 'object' && r.resource !== null ? r.resource : r) as {
+    phase?: unknown;
+    finished?: unknown;
+  };
+  const finished = resource.finished;
+  return {
+    present: true,
+    phase: resource.phase ?? null,
+    finished:
+      typeof finished === 'object' && finished !== null
+        ? ((finished as { reason?: unknown }).reason ?? null)
+        : (finished ?? null),
+  };
+}
+
 const attemptView = (a: AttemptRow) => ({
   attemptId: a.attemptId,
   kind: a.kind,
@@ -122,7 +148,7 @@ const attemptView = (a: AttemptRow) => ({
   dispatchCount: a.dispatchCount,
   resolution: a.resolution,
   error: a.error,
-  receipt: a.receipt,
+  receipt: a.kind === 'describe' ? describeReceiptView(a.receipt) : a.receipt,
 });
 
 export function sandboxRoutes(service: SandboxService, workspaces: WorkspaceService): OpenAPIHono<AppEnv> {

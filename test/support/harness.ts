@@ -33,7 +33,11 @@ export interface Harness {
   provider: SimulatedProvider;
   workers: WorkerHost | null;
   close(): Promise<void>;
-  request(method: string, path: string, options?: { token?: string; body?: unknown }): Promise<Response>;
+  request(
+    method: string,
+    path: string,
+    options?: { token?: string; body?: unknown; contentType?: string },
+  ): Promise<Response>;
   token(
     tenant: string,
     subject: string,
@@ -111,10 +115,10 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
       await workers?.close();
       await provider.close();
     },
-    async request(method, path, { token, body } = {}) {
+    async request(method, path, { token, body, contentType } = {}) {
       const headers: Record<string, string> = {};
       if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
-      if (body !== undefined) headers['content-type'] = 'application/json';
+      if (body !== undefined) headers['content-type'] = contentType ?? 'application/json';
       return app.request(path, {
         method,
         headers,

@@ -1,0 +1,160 @@
+// Hostile and clumsy input is refused at the edge with a 4xx problem and changes nothing: control
+// characters in bodies, paths and token claims, integers past the database's range, JSON nested
+// deeper than the documented limit, oversized bodies and bodies that are not JSON. Each case checks
+// every table of the schema unchanged.
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_BODY_BYTES, MAX_INT32 } from '../../lib/limits.ts';
+import type { Database } from '../../store/db.ts';
+import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { audience, buildHarness, issuer, type Harness } from '../support/harness.ts';
+import { provisionBody, setupScenario, type Scenario } from '../support/sandbox-flow.ts';
+
+async function tableCounts(db: Database): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT table_name AS name FROM information_schema.tables
+      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
+  );
+  const counts: Record<string, number> = {};
+  for (const { name } of rows) {
+    const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${name}"`);
+    counts[name] = result.rows[0]?.n ?? -1;
+  }
+  return counts;
+}
+
+/** A policy body nested `depth` levels deep, as text (JSON.stringify would overflow first). */
+const nestedPolicy = (depth: number) => `{"policy":${'{"a":'.repeat(depth)}"leaf"${'}'.repeat(depth)}}`;
+
+describe('hostile input', () => {
+  let pg: IsolatedPostgres;
+  let h: Harness;
+  let s: Scenario;
+  let operator: string;
+  const key = new Uint8Array(32).fill(9);
+
+  beforeAll(async () => {
+    pg = await isolatedPostgres();
+    h = await buildHarness(pg.open(), { key });
+    s = await setupScenario(h, { run: 'run-hostile' });
+    operator = await h.token('acme', 'ops', { operator: true });
+  });
+  afterAll(async () => {
+    await h.close();
+    await pg.drop();
+  });
+
+  const policyPath = (generation: number | string) =>
+    `/admin/tenants/acme/projects/checkout/network-policies/${generation}`;
+
+  const cases: [string, () => Promise<Response>, number, string][] = [
+    [
+      'a NUL byte in a body field (workspace.volumeId)',
+      () => {
+        const body = provisionBody(s, 'nul-1');
+        body.workspace.volumeId = 'vol\u0000x';
+        return h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body });
+      },
+      400,
+      'invalid-request',
+    ],
+    [
+      'a NUL byte in a path parameter (operationId)',
+      () => h.request('GET', `${s.base}/sandbox/v1/operations/op%00x/provider-attempts`, { token: s.token }),
+      400,
+      'invalid-request',
+    ],
+    [
+      'a NUL byte in the token subject',
+      async () => {
+        const token = await new SignJWT({ tenant: 'acme' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setSubject('ali\u0000ce')
+          .setIssuer(issuer)
+          .setAudience(audience)
+          .setExpirationTime('10m')
+          .sign(key);
+        return h.request('GET', `${s.base}/lifecycle`, { token });
+      },
+      401,
+      'unauthenticated',
+    ],
+    [
+      `networkPolicyGeneration ${MAX_INT32 + 1} on provision`,
+      () => {
+        const body = { ...provisionBody(s, 'big-1'), networkPolicyGeneration: MAX_INT32 + 1 };
+        return h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body });
+      },
+      400,
+      'invalid-request',
+    ],
+    [
+      `generation ${MAX_INT32 + 1} on the admin network-policy route`,
+      () =>
+        h.request('PUT', policyPath(MAX_INT32 + 1), { token: operator, body: { policy: { egress: [] } } }),
+      400,
+      'invalid-request',
+    ],
+    [
+      `expectedLifecycleGeneration ${MAX_INT32 + 1} on release`,
+      () =>
+        h.request('POST', `${s.base}/release`, {
+          token: s.token,
+          body: { expectedLifecycleGeneration: MAX_INT32 + 1, idempotencyKey: 'r' },
+        }),
+      400,
+      'invalid-request',
+    ],
+    [
+      'a policy nested 20,000 levels deep',
+      () => h.request('PUT', policyPath(7), { token: operator, body: nestedPolicy(20_000) }),
+      400,
+      'invalid-request',
+    ],
+    [
+      'a NUL byte inside a stored policy document',
+      () => h.request('PUT', policyPath(8), { token: operator, body: { policy: { note: 'a\u0000b' } } }),
+      400,
+      'invalid-value',
+    ],
+    [
+      `a body over ${MAX_BODY_BYTES} bytes`,
+      () =>
+        h.request('PUT', policyPath(9), {
+          token: operator,
+          body: { policy: { blob: 'x'.repeat(MAX_BODY_BYTES + 1) } },
+        }),
+      413,
+      'payload-too-large',
+    ],
+  ];
+
+  it.each(cases)('refuses %s and changes nothing', async (_name, send, status, type) => {
+    const before = await tableCounts(h.db);
+    const res = await send();
+    expect(res.status).toBe(status);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(await res.json()).toMatchObject({ type: `urn:sandlot:problem:${type}` });
+    expect(await tableCounts(h.db)).toEqual(before);
+  });
+
+  it('answers a body that is not JSON, or not declared as JSON, with a 4xx and changes nothing', async () => {
+    const before = await tableCounts(h.db);
+    const res = await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: 'not json',
+    });
+    // The harness sends strings as given; here the content type is JSON but the body is not.
+    expect(res.status).toBe(400);
+    const missing = await h.request('POST', `${s.base}/release`, { token: s.token });
+    expect(missing.status).toBe(400);
+    const plain = await h.request('POST', `${s.base}/release`, {
+      token: s.token,
+      body: JSON.stringify({ expectedLifecycleGeneration: 1, idempotencyKey: 'plain' }),
+      contentType: 'text/plain',
+    });
+    expect(plain.status).toBe(415);
+    expect(await plain.json()).toMatchObject({ type: 'urn:sandlot:problem:unsupported-media-type' });
+    expect(await tableCounts(h.db)).toEqual(before);
+  });
+});
