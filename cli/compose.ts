@@ -126,6 +126,7 @@ export async function composeSandlot(
           callTimeoutMs: config.workers.callTimeoutMs,
           reconcileEveryMs: config.workers.reconcileEveryMs,
           observeEveryMs: config.workers.observeEveryMs,
+          queueLockMs: config.workers.queueLockMs,
           prefix: config.workers.prefix,
           processEffects: options.workers !== false,
         },

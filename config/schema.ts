@@ -119,6 +119,7 @@ const envObject = z.object({
   SANDLOT_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   SANDLOT_RECONCILE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   SANDLOT_OBSERVE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
+  SANDLOT_QUEUE_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(5_000),
   SANDLOT_BULLMQ_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,32}$/, 'expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-"')
@@ -186,6 +187,7 @@ function toConfig(env: Env): Config {
       callTimeoutMs: env.SANDLOT_CALL_TIMEOUT_MS,
       reconcileEveryMs: env.SANDLOT_RECONCILE_EVERY_MS,
       observeEveryMs: env.SANDLOT_OBSERVE_EVERY_MS,
+      queueLockMs: env.SANDLOT_QUEUE_LOCK_MS,
       prefix: env.SANDLOT_BULLMQ_PREFIX,
     },
   };

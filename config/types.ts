@@ -45,6 +45,8 @@ export interface Config {
     callTimeoutMs: number;
     reconcileEveryMs: number;
     observeEveryMs: number;
+    /** BullMQ job lock (and stall check) period: how soon a dead process's jobs run again. */
+    queueLockMs: number;
     prefix: string;
   };
 }

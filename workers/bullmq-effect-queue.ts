@@ -19,6 +19,7 @@ import { PublishTimeoutError, QueueClosedError } from './errors.ts';
 import { closeWorker, connectRedis, type RedisTarget } from './redis.ts';
 
 export const EFFECTS_QUEUE = 'effects';
+export const DEFAULT_LOCK_DURATION_MS = 5_000;
 
 export interface BullmqEffectQueueOptions {
   redis: RedisTarget;
@@ -30,7 +31,13 @@ export interface BullmqEffectQueueOptions {
   publishTimeoutMs?: number;
   /** First retry delay after a processor error, doubled each time (default 1 s). */
   backoffMs?: number;
-  /** BullMQ lock duration (default 30 s); the lock is renewed at half of it. */
+  /**
+   * BullMQ lock duration (default 5 s); the lock is renewed at half of it, and every live worker
+   * checks for stalled jobs as often. A job held by a process that died is back in the queue within
+   * about twice this, so a Pending attempt it held waits seconds, not the minute BullMQ's 30 s
+   * defaults cost. Re-running a job is harmless: begin dispatches only a Pending attempt, never a
+   * Dispatched one (those go to the reconciler after their deadline).
+   */
   lockDurationMs?: number;
   logger?: Logger;
 }
@@ -57,6 +64,10 @@ export class BullmqEffectQueue implements EffectQueue {
       // (BullMQ ignores an add whose ID exists). Failures are logged; PostgreSQL keeps the attempt.
       removeOnFail: true,
     };
+  }
+
+  private get lockDurationMs(): number {
+    return this.options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS;
   }
 
   private get prefix(): string {
@@ -95,7 +106,10 @@ export class BullmqEffectQueue implements EffectQueue {
         connection: this.workerRedis,
         prefix: this.prefix,
         concurrency: this.options.concurrency ?? 8,
-        ...(this.options.lockDurationMs === undefined ? {} : { lockDuration: this.options.lockDurationMs }),
+        lockDuration: this.lockDurationMs,
+        stalledInterval: this.lockDurationMs,
+        // A stalled job is only ever re-run (begin is idempotent): never fail it for stalling.
+        maxStalledCount: 1_000,
       },
     );
     // v6 only reports a lost lock; another worker may now run the same job, so stop ours.

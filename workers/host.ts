@@ -28,6 +28,8 @@ export interface WorkerSettings {
   /** Period of the observer that describes Active leases (default 15 s). */
   observeEveryMs?: number;
   republishAfterMs?: number;
+  /** BullMQ job lock and stall-check period (default 5 s). */
+  queueLockMs?: number;
   relayPollMs?: number;
   /** Run effect processors, the relay poll and the schedules here (false: an API-only process). */
   processEffects?: boolean;
@@ -71,6 +73,7 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
           redis: settings.redisUrl,
           prefix: settings.prefix ?? 'sandlot',
           concurrency: settings.concurrency ?? 8,
+          ...(settings.queueLockMs === undefined ? {} : { lockDurationMs: settings.queueLockMs }),
           logger,
         });
   const relay = new OutboxRelay({

@@ -34,7 +34,13 @@ describe('loadConfig', () => {
       auth: { issuer: 'sandlot-embedded', audience: 'sandlot', algorithms: ['RS256', 'ES256'] },
       provider: { id: 'simulated', optionsRevision: '1' },
       simulated: { seed: 1 },
-      workers: { callTimeoutMs: 30_000, reconcileEveryMs: 5_000, observeEveryMs: 15_000, prefix: 'sandlot' },
+      workers: {
+        callTimeoutMs: 30_000,
+        reconcileEveryMs: 5_000,
+        observeEveryMs: 15_000,
+        queueLockMs: 5_000,
+        prefix: 'sandlot',
+      },
     });
   });
 
@@ -68,7 +74,13 @@ describe('loadConfig', () => {
       runSelectionUrl: PRODUCTION.SANDLOT_RUN_SELECTION_URL,
       provider: { id: 'simulated', optionsRevision: '1' },
       simulated: { seed: 1 },
-      workers: { callTimeoutMs: 30_000, reconcileEveryMs: 5_000, observeEveryMs: 15_000, prefix: 'sandlot' },
+      workers: {
+        callTimeoutMs: 30_000,
+        reconcileEveryMs: 5_000,
+        observeEveryMs: 15_000,
+        queueLockMs: 5_000,
+        prefix: 'sandlot',
+      },
     });
   });
 
