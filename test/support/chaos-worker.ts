@@ -37,9 +37,15 @@ export function databaseUrlFor(baseUrl: string, schema: string): string {
  */
 export async function startWorkerProcess(
   env: Record<string, string>,
-  { readyTimeoutMs = 20_000 } = {},
+  {
+    readyTimeoutMs = 20_000,
+    command = 'worker',
+  }: { readyTimeoutMs?: number; command?: 'worker' | 'serve' } = {},
 ): Promise<WorkerProcess> {
-  const child: ChildProcess = spawn(process.execPath, ['cli/sandlot.mjs', 'worker'], {
+  // `serve` is the all-in-one process: the API and the same workers (production mode with Redis).
+  const args = command === 'worker' ? ['worker'] : ['serve', '--port', '0'];
+  const readyLine = command === 'worker' ? READY : 'sandlot listening on';
+  const child: ChildProcess = spawn(process.execPath, ['cli/sandlot.mjs', ...args], {
     cwd: repoRoot,
     env: {
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',
@@ -59,7 +65,7 @@ export async function startWorkerProcess(
   const ready = new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
-      if (output.includes(READY)) resolve();
+      if (output.includes(readyLine)) resolve();
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', (chunk: Buffer) => {

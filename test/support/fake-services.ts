@@ -46,6 +46,8 @@ export interface FakeServices {
   revoke(tenant: string, project: string, subject: string): void;
   setSelection(tenant: string, project: string, run: string, candidates: unknown[]): void;
   fail(service: Service, plan: FailurePlan | undefined): void;
+  /** The published ES256 key and its `kid`, for tokens `sign` cannot shape. */
+  signing: { key: KeyPair; kid: string };
   /** An ES256 token signed with the published key (or `key`), with `kid` set. */
   sign(claims: TokenClaims, options?: { issuer?: string; audience?: string; key?: KeyPair }): Promise<string>;
   close(): Promise<void>;
@@ -151,6 +153,7 @@ export async function startFakeServices(): Promise<FakeServices> {
       if (plan === undefined) plans.delete(service);
       else plans.set(service, { failure: plan.failure, remaining: plan.after ?? 0 });
     },
+    signing: { key: signing, kid },
     sign: (claims, options = {}) =>
       new SignJWT({ tenant: claims.tenant, ...(claims.roles ? { roles: claims.roles } : {}) })
         .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })

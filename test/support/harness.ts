@@ -1,12 +1,12 @@
 // Builds the real application over a real database, with an HS256 verifier and a helper to mint
 // tokens, so HTTP tests go through exactly the code `sandlot serve` runs.
 import { randomBytes } from 'node:crypto';
-import type { NetworkPolicyVerifier, ProjectsAuthority } from '../../actors/ports.ts';
+import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from '../../actors/ports.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../../actors/services.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import { mintDevToken } from '../../http/auth/mint.ts';
-import { createTokenVerifier } from '../../http/auth/verify.ts';
+import { createTokenVerifier, type TokenVerifierOptions } from '../../http/auth/verify.ts';
 import { createApp } from '../../http/app.ts';
 import { createLogger } from '../../lib/logger.ts';
 import type { SandboxProvider } from '../../providers/provider.ts';
@@ -56,6 +56,13 @@ export interface HarnessOptions {
   networkPolicies?: NetworkPolicyVerifier;
   /** Ask this Projects authority (e.g. one that can be held) instead of the grants table. */
   authority?: ProjectsAuthority;
+  /** Read run selections from this (e.g. the HTTP client on a fake service); default the table. */
+  selections?: RunSelectionSource;
+  /**
+   * Production mode: verify tokens this way (e.g. JWKS) and mount no admin routes. `token()` then
+   * cannot mint tokens; the caller signs its own. Default: embedded mode with an HS256 dev key.
+   */
+  production?: { verifier: TokenVerifierOptions };
   /** Start workers (in-process queue unless `redisUrl` is given). */
   workers?: WorkerSettings | false;
 }
@@ -79,7 +86,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     runner: attemptRunner(runnerDeps({ db, runtime, provider: active, logger }, callTimeoutMs)),
     provider: active,
     authority,
-    selections: new TableRunSelections(db),
+    selections: options.selections ?? new TableRunSelections(db),
     networkPolicies: options.networkPolicies ?? new TableNetworkPolicies(db),
   });
   const workers =
@@ -100,10 +107,10 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
   const app = createApp({
     db,
     services,
-    verifier: createTokenVerifier({ kind: 'hs256', key, issuer, audience }),
+    verifier: createTokenVerifier(options.production?.verifier ?? { kind: 'hs256', key, issuer, audience }),
     logger,
     provider: active.identity,
-    embedded: true,
+    embedded: options.production === undefined,
   });
   return {
     db,

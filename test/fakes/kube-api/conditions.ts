@@ -3,13 +3,18 @@
 import { apiVersionOf, type ResourceType } from './resources.ts';
 import { timestamp, type Condition, type KubeObject, type OwnerReference } from './types.ts';
 
-export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
+export type ConditionInput = Omit<Condition, 'lastTransitionTime'> & { lastTransitionTime?: string };
 
-/** Sets a condition; lastTransitionTime moves only when the status changes. */
+/**
+ * Sets a condition; lastTransitionTime moves only when the status changes, and then to the input's
+ * own time when it has one (a condition copied from another object keeps its time), else now.
+ */
 export function setCondition(conditions: Condition[], input: ConditionInput): Condition[] {
   const previous = conditions.find((c) => c.type === input.type);
   const lastTransitionTime =
-    previous && previous.status === input.status ? previous.lastTransitionTime : timestamp();
+    previous && previous.status === input.status
+      ? previous.lastTransitionTime
+      : (input.lastTransitionTime ?? timestamp());
   const next: Condition = { ...input, lastTransitionTime };
   return previous ? conditions.map((c) => (c.type === input.type ? next : c)) : [...conditions, next];
 }

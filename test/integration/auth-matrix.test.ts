@@ -1,0 +1,376 @@
+// The auth matrix, kept as a test: every API route × every kind of bad token answers 401 (another
+// tenant's valid token: 404), and every route × every permission it needs, withheld, answers 403;
+// each case leaves every table as it was. Both modes: embedded (HS256 dev key, grants table) and
+// production (ES256 tokens from a JWKS, Projects and run selection over HTTP, no admin routes).
+import { SignJWT, exportSPKI, generateKeyPair } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpProjectsAuthority } from '../../http/clients/projects-client.ts';
+import { HttpRunSelections } from '../../http/clients/run-selection-client.ts';
+import type { Database } from '../../store/db.ts';
+import { migrate } from '../../store/migrate.ts';
+import { putNetworkPolicy } from '../../store/network-policies.ts';
+import { migrateSimulated } from '../../providers/simulated/migrate.ts';
+import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { fakeAudience, fakeIssuer, startFakeServices, type FakeServices } from '../support/fake-services.ts';
+import {
+  allPermissions,
+  audience,
+  buildHarness,
+  issuer,
+  seedProject,
+  type Harness,
+} from '../support/harness.ts';
+import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
+
+/** Claims to sign; `sub: undefined` leaves the subject out. */
+type Claims = Record<string, unknown>;
+type BadTokens = [kind: string, mint: () => Promise<string | undefined>][];
+
+/** One mode under test: an app with an Active lease, and how to mint its tokens. */
+interface Mode {
+  h: Harness;
+  s: Scenario;
+  operationId: string;
+  /** A valid token for a subject (granted in setup). */
+  token(tenant: string, subject: string): Promise<string>;
+  badTokens: BadTokens;
+  close(): Promise<void>;
+}
+
+type Permission = (typeof allPermissions)[number];
+
+interface Route {
+  name: string;
+  method: string;
+  path: (s: Scenario, operationId: string) => string;
+  body?: (s: Scenario, operationId: string) => unknown;
+  needs: readonly Permission[];
+}
+
+const write: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
+const envs = '/api/projects/checkout/runs/run-1/environments';
+
+const routes: Route[] = [
+  {
+    name: 'register',
+    method: 'POST',
+    path: () => envs,
+    body: () => ({ idempotencyKey: 'matrix' }),
+    needs: write,
+  },
+  {
+    name: 'release',
+    method: 'POST',
+    path: (s) => `${s.base}/release`,
+    body: () => ({ expectedLifecycleGeneration: 1, idempotencyKey: 'matrix' }),
+    needs: write,
+  },
+  { name: 'lifecycle', method: 'GET', path: (s) => `${s.base}/lifecycle`, needs: ['ReadProjects'] },
+  {
+    name: 'create volume',
+    method: 'POST',
+    path: (s) => `${s.base}/workspace-volumes`,
+    body: () => ({ idempotencyKey: 'matrix' }),
+    needs: ['WriteProjects'],
+  },
+  {
+    name: 'provision',
+    method: 'POST',
+    path: (s) => `${s.base}/sandbox/provision`,
+    body: (s) => provisionBody(s, 'matrix'),
+    needs: write,
+  },
+  {
+    name: 'inspect',
+    method: 'GET',
+    path: (s) => `${s.base}/sandbox?networkPolicyGeneration=1`,
+    needs: write,
+  },
+  {
+    name: 'provider attempts',
+    method: 'GET',
+    path: (s, op) => `${s.base}/sandbox/v1/operations/${op}/provider-attempts`,
+    needs: ['ReadRunSelection'],
+  },
+  {
+    name: 'abandon',
+    method: 'POST',
+    path: (s) => `${s.base}/sandbox/abandon`,
+    body: () => ({ resourceGeneration: 1, providerFence: 1, idempotencyKey: 'matrix' }),
+    needs: write,
+  },
+  {
+    name: 'reconcile',
+    method: 'POST',
+    path: (s) => `${s.base}/sandbox/reconcile`,
+    body: (_s, op) => ({ operationId: op, resourceGeneration: 1, providerFence: 1 }),
+    needs: write,
+  },
+  { name: 'journal', method: 'GET', path: (s) => `${s.base}/journal`, needs: ['ReadProjects'] },
+];
+
+async function tables(db: Database): Promise<string> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT table_name AS name FROM information_schema.tables
+      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
+  );
+  const sql = rows
+    .map(({ name }) => `SELECT '${name}' AS t, count(*)::int AS n FROM "${name}"`)
+    .join(' UNION ALL ');
+  return JSON.stringify((await db.query(sql)).rows);
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+
+const unsigned = (payload: object) =>
+  `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(
+    JSON.stringify(payload),
+  ).toString('base64url')}.`;
+
+/**
+ * The kinds of bad token both modes refuse. `sign` signs with the mode's real key and algorithm,
+ * letting `build` (which runs last) override a claim; `forged` signs the same claims some wrong way.
+ */
+function badTokensFor(
+  iss: string,
+  aud: string,
+  sign: (claims: Claims, build?: (jwt: SignJWT) => SignJWT) => Promise<string>,
+  forged: { wrongKey: () => Promise<string>; confused: () => Promise<string> },
+): BadTokens {
+  return [
+    ['no token', () => Promise.resolve(undefined)],
+    ['a malformed token', () => Promise.resolve('not.a.jwt')],
+    ['a wrong signature', forged.wrongKey],
+    [
+      'alg none',
+      () => Promise.resolve(unsigned({ tenant: 'acme', sub: 'alice', iss, aud, exp: now() + 600 })),
+    ],
+    ['an algorithm confusion (symmetric/asymmetric)', forged.confused],
+    [
+      'an expired token',
+      () => sign({ tenant: 'acme' }, (j) => j.setIssuedAt(now() - 7200).setExpirationTime(now() - 3600)),
+    ],
+    ['a token not yet valid', () => sign({ tenant: 'acme' }, (j) => j.setNotBefore(now() + 3600))],
+    ['a wrong issuer', () => sign({ tenant: 'acme' }, (j) => j.setIssuer('someone-else'))],
+    ['a wrong audience', () => sign({ tenant: 'acme' }, (j) => j.setAudience('someone-else'))],
+    ['no tenant claim', () => sign({})],
+    ['no subject claim', () => sign({ tenant: 'acme', sub: undefined })],
+    ['an empty subject', () => sign({ tenant: 'acme' }, (j) => j.setSubject(''))],
+    [
+      'a subject with a control character',
+      () => sign({ tenant: 'acme' }, (j) => j.setSubject('al\u0000ice')),
+    ],
+  ];
+}
+
+async function provisioned(h: Harness, s: Scenario): Promise<string> {
+  const res = await h.request('POST', `${s.base}/sandbox/provision`, {
+    token: s.token,
+    body: provisionBody(s, 'seed'),
+  });
+  const { operationId } = await json<{ operationId: string }>(res);
+  await waitForLease(h, s, (l) => l['state'] === 'Active');
+  return operationId;
+}
+
+async function embeddedMode(db: Database): Promise<Mode> {
+  const key = new Uint8Array(32).fill(5);
+  const h = await buildHarness(db, { key, workers: {} });
+  const s = await setupScenario(h, { run: 'run-1' });
+  const operationId = await provisioned(h, s);
+  // Subjects missing one permission each, and another tenant with every permission of its own.
+  for (const missing of allPermissions) {
+    await seedProject(h, {
+      tenant: 'acme',
+      project: 'checkout',
+      run: 'run-1',
+      subject: `without-${missing}`,
+      permissions: allPermissions.filter((p) => p !== missing),
+    });
+  }
+  await seedProject(h, { tenant: 'globex', project: 'checkout', run: 'run-1', subject: 'carol' });
+  const sign = (claims: Claims, build: (jwt: SignJWT) => SignJWT = (j) => j, signWith = key) =>
+    build(
+      // A `sub: undefined` in `claims` leaves the subject out.
+      new SignJWT({ sub: 'alice', ...claims })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuer(issuer)
+        .setAudience(audience)
+        .setExpirationTime('10m'),
+    ).sign(signWith);
+  const rsa = await generateKeyPair('RS256');
+  return {
+    h,
+    s,
+    operationId,
+    token: (tenant, subject) => h.token(tenant, subject),
+    badTokens: badTokensFor(issuer, audience, sign, {
+      wrongKey: () => sign({ tenant: 'acme' }, (j) => j, new Uint8Array(32).fill(6)),
+      // An asymmetric token where the symmetric key is configured.
+      confused: () =>
+        new SignJWT({ tenant: 'acme' })
+          .setProtectedHeader({ alg: 'RS256' })
+          .setSubject('alice')
+          .setIssuer(issuer)
+          .setAudience(audience)
+          .setExpirationTime('10m')
+          .sign(rsa.privateKey),
+    }),
+    close: () => h.close(),
+  };
+}
+
+async function productionMode(db: Database, fake: FakeServices): Promise<Mode> {
+  await migrate(db);
+  await migrateSimulated(db);
+  const h = await buildHarness(db, {
+    migrated: true,
+    workers: {},
+    authority: new HttpProjectsAuthority(fake.projectsUrl, 2_000),
+    selections: new HttpRunSelections(fake.runSelectionUrl, 2_000),
+    production: {
+      verifier: {
+        kind: 'jwks',
+        jwksUrl: fake.jwksUrl,
+        issuer: fakeIssuer,
+        audience: fakeAudience,
+        algorithms: ['ES256'],
+      },
+    },
+  });
+  const { key: signing, kid } = fake.signing;
+  const sign = (
+    claims: Claims,
+    build: (jwt: SignJWT) => SignJWT = (j) => j,
+    privateKey = signing.privateKey,
+  ) =>
+    build(
+      new SignJWT({ sub: 'alice', ...claims })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })
+        .setIssuer(fakeIssuer)
+        .setAudience(fakeAudience)
+        .setIssuedAt()
+        .setExpirationTime('10m'),
+    ).sign(privateKey);
+  const candidate = { ...h.provider.identity, exclusive: true };
+  for (const tenant of ['acme', 'globex']) fake.setSelection(tenant, 'checkout', 'run-1', [candidate]);
+  fake.grant('acme', 'checkout', 'alice', allPermissions);
+  fake.grant('globex', 'checkout', 'carol', allPermissions);
+  for (const missing of allPermissions) {
+    fake.grant(
+      'acme',
+      'checkout',
+      `without-${missing}`,
+      allPermissions.filter((p) => p !== missing),
+    );
+  }
+  // Production reads network policies back from the cluster; this test keeps the table verifier.
+  await putNetworkPolicy(db, {
+    tenantId: 'acme',
+    projectId: 'checkout',
+    generation: 1,
+    policy: { egress: [{ toFQDNs: ['registry.npmjs.org'] }] },
+  });
+  const token = (tenant: string, subject: string) => fake.sign({ tenant, sub: subject });
+  const alice = await token('acme', 'alice');
+  const envs = '/api/projects/checkout/runs/run-1/environments';
+  const { environmentId } = await json<{ environmentId: string }>(
+    await h.request('POST', envs, { token: alice, body: { idempotencyKey: 'env-1' } }),
+  );
+  const base = `${envs}/${environmentId}`;
+  const volume = await json<Scenario['volume']>(
+    await h.request('POST', `${base}/workspace-volumes`, { token: alice, body: { idempotencyKey: 'ws-1' } }),
+  );
+  const s: Scenario = { token: alice, base, environmentId, volume };
+  const operationId = await provisioned(h, s);
+  const other = await generateKeyPair('ES256');
+  // The published public key, used as an HMAC secret: the classic RS/HS confusion.
+  const publicPem = new TextEncoder().encode(await exportSPKI(signing.publicKey));
+  return {
+    h,
+    s,
+    operationId,
+    token,
+    badTokens: badTokensFor(fakeIssuer, fakeAudience, sign, {
+      wrongKey: () => sign({ tenant: 'acme' }, (j) => j, other.privateKey),
+      confused: () =>
+        new SignJWT({ tenant: 'acme' })
+          .setProtectedHeader({ alg: 'HS256', kid, typ: 'JWT' })
+          .setIssuer(fakeIssuer)
+          .setAudience(fakeAudience)
+          .setSubject('alice')
+          .setExpirationTime('10m')
+          .sign(publicPem),
+    }),
+    close: () => h.close(),
+  };
+}
+
+describe.each(['embedded', 'production'] as const)('auth matrix (%s mode)', (name) => {
+  let pg: IsolatedPostgres;
+  let fake: FakeServices | undefined;
+  let m: Mode;
+
+  beforeAll(async () => {
+    pg = await isolatedPostgres();
+    if (name === 'embedded') m = await embeddedMode(pg.open());
+    else m = await productionMode(pg.open(), (fake = await startFakeServices()));
+  });
+  afterAll(async () => {
+    await m?.close();
+    await fake?.close();
+    await pg?.drop();
+  });
+
+  const send = (route: Route, token: string | undefined) =>
+    m.h.request(route.method, route.path(m.s, m.operationId), {
+      ...(token === undefined ? {} : { token }),
+      ...(route.body === undefined ? {} : { body: route.body(m.s, m.operationId) }),
+    });
+
+  it('answers every route with 401 for every kind of bad token, and changes nothing', async () => {
+    const deviations: string[] = [];
+    for (const route of routes) {
+      for (const [kind, mint] of m.badTokens) {
+        const before = await tables(m.h.db);
+        const res = await send(route, await mint());
+        const type = ((await res.json()) as { type?: string }).type;
+        if (res.status !== 401 || type !== 'urn:sandlot:problem:unauthenticated') {
+          deviations.push(`${route.name} with ${kind}: ${res.status} ${type}`);
+        }
+        if ((await tables(m.h.db)) !== before) deviations.push(`${route.name} with ${kind}: rows changed`);
+      }
+    }
+    expect(deviations).toEqual([]);
+  });
+
+  it("answers another tenant's Environment with 404 on every route, and changes nothing", async () => {
+    const carol = await m.token('globex', 'carol');
+    const deviations: string[] = [];
+    for (const route of routes.filter((r) => r.name !== 'register')) {
+      const before = await tables(m.h.db);
+      const res = await send(route, carol);
+      if (res.status !== 404) deviations.push(`${route.name}: ${res.status}`);
+      if ((await tables(m.h.db)) !== before) deviations.push(`${route.name}: rows changed`);
+    }
+    expect(deviations).toEqual([]);
+  });
+
+  it('answers every route with 403 for each permission it needs, withheld, and changes nothing', async () => {
+    const deviations: string[] = [];
+    for (const route of routes) {
+      for (const missing of route.needs) {
+        const token = await m.token('acme', `without-${missing}`);
+        const before = await tables(m.h.db);
+        const res = await send(route, token);
+        const type = ((await res.json()) as { type?: string }).type;
+        if (res.status !== 403 || type !== 'urn:sandlot:problem:forbidden') {
+          deviations.push(`${route.name} without ${missing}: ${res.status} ${type}`);
+        }
+        if ((await tables(m.h.db)) !== before)
+          deviations.push(`${route.name} without ${missing}: rows changed`);
+      }
+    }
+    expect(deviations).toEqual([]);
+  });
+});

@@ -1,0 +1,247 @@
+// Property-based fuzzing of every API route: hostile path parameters, query values, headers and
+// bodies (control characters, huge and negative numbers, deep nesting, oversized strings, type
+// confusion). Whatever arrives, the answer is never a 5xx; every 4xx is a problem+json and leaves
+// every table exactly as it was. Set SANDLOT_FUZZ_SEED to replay a failing run.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../store/db.ts';
+import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { buildHarness, type Harness } from '../support/harness.ts';
+import { json, provisionBody, setupScenario, type Scenario } from '../support/sandbox-flow.ts';
+
+const RUNS = 60;
+const seed =
+  process.env['SANDLOT_FUZZ_SEED'] === undefined ? {} : { seed: Number(process.env['SANDLOT_FUZZ_SEED']) };
+
+async function tables(db: Database): Promise<string> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT table_name AS name FROM information_schema.tables
+      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
+  );
+  const sql = rows
+    .map(
+      ({ name }) =>
+        `SELECT '${name}' AS t, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS h FROM "${name}" x`,
+    )
+    .join(' UNION ALL ');
+  return JSON.stringify((await db.query(sql)).rows);
+}
+
+const nasty = fc.constantFrom(
+  '\u0000',
+  'a\u0000b',
+  '\u0007\u001b[31m',
+  '../../etc/passwd',
+  '%00',
+  ' ',
+  '',
+  '\ud800',
+  'op_' + 'a'.repeat(32),
+  '𝕊𝕒𝕟𝕕𝕝𝕠𝕥',
+);
+const hostileString = fc.oneof(
+  nasty,
+  fc.string({ unit: 'binary', maxLength: 64 }),
+  fc.string({ unit: 'grapheme', maxLength: 64 }),
+  fc.string({ minLength: 300, maxLength: 5_000 }),
+);
+/** Lone surrogates cannot be percent-encoded as UTF-8 (no client can send them as such). */
+function encodable(value: string): boolean {
+  try {
+    encodeURIComponent(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A path segment as a client can send it: any well-formed text percent-encoded, or bad encodings. */
+const pathSegment = fc.oneof(
+  hostileString.filter(encodable).map(encodeURIComponent),
+  fc.constantFrom('%ED%A0%80', '%FF', '%C0%AF', '%00', '%2e%2e', '%25', 'a%20b'),
+);
+/** A header value as a client can send it (visible ASCII only; fetch refuses anything else). */
+const headerValue = hostileString.map((v) => v.replace(/[^\x21-\x7e]/g, '') || 'x');
+const hostileNumber = fc.oneof(
+  fc.constantFrom(2_147_483_648, -1, 0, 1.5, 1e308, -1e308, Number.MAX_SAFE_INTEGER + 2, -2_147_483_649),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+);
+const deep = fc.integer({ min: 33, max: 3_000 }).map((depth) => {
+  let value: unknown = 'leaf';
+  for (let i = 0; i < depth; i++) value = i % 2 === 0 ? { a: value } : [value];
+  return value;
+});
+const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+  hostileString,
+  hostileNumber,
+  fc.boolean(),
+  fc.constant(null),
+  deep,
+  fc.array(hostileString, { maxLength: 5 }),
+  fc.dictionary(hostileString, hostileNumber, { maxKeys: 5 }),
+);
+
+interface Route {
+  name: string;
+  method: string;
+  path: (p: Record<string, string>) => string;
+  body?: (s: Scenario, operationId: string) => Record<string, unknown>;
+}
+
+const routes: Route[] = [
+  {
+    name: 'register',
+    method: 'POST',
+    path: (p) => `/api/projects/${p['projectId']}/runs/${p['runId']}/environments`,
+    body: () => ({ idempotencyKey: 'fuzz-register' }),
+  },
+  {
+    name: 'release',
+    method: 'POST',
+    path: (p) => `${base(p)}/release`,
+    body: () => ({ expectedLifecycleGeneration: 1, idempotencyKey: 'fuzz-release' }),
+  },
+  { name: 'lifecycle', method: 'GET', path: (p) => `${base(p)}/lifecycle` },
+  {
+    name: 'create volume',
+    method: 'POST',
+    path: (p) => `${base(p)}/workspace-volumes`,
+    body: () => ({ idempotencyKey: 'fuzz-volume' }),
+  },
+  {
+    name: 'provision',
+    method: 'POST',
+    path: (p) => `${base(p)}/sandbox/provision`,
+    body: (s) => provisionBody(s, 'fuzz-provision'),
+  },
+  { name: 'inspect', method: 'GET', path: (p) => `${base(p)}/sandbox` },
+  {
+    name: 'provider attempts',
+    method: 'GET',
+    path: (p) => `${base(p)}/sandbox/v1/operations/${p['operationId']}/provider-attempts`,
+  },
+  {
+    name: 'abandon',
+    method: 'POST',
+    path: (p) => `${base(p)}/sandbox/abandon`,
+    body: () => ({ resourceGeneration: 1, providerFence: 1, idempotencyKey: 'fuzz-abandon' }),
+  },
+  {
+    name: 'reconcile',
+    method: 'POST',
+    path: (p) => `${base(p)}/sandbox/reconcile`,
+    body: (_s, op) => ({ operationId: op, resourceGeneration: 1, providerFence: 1 }),
+  },
+  { name: 'journal', method: 'GET', path: (p) => `${base(p)}/journal` },
+];
+
+function base(p: Record<string, string>): string {
+  return `/api/projects/${p['projectId']}/runs/${p['runId']}/environments/${p['environmentId']}`;
+}
+
+describe('fuzzed routes', () => {
+  let pg: IsolatedPostgres;
+  let h: Harness;
+  let s: Scenario;
+  let params: Record<string, string>;
+
+  beforeAll(async () => {
+    pg = await isolatedPostgres();
+    h = await buildHarness(pg.open(), { workers: false });
+    s = await setupScenario(h, { run: 'run-1' });
+    const provisioned = await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: provisionBody(s, 'seed'),
+    });
+    params = {
+      projectId: 'checkout',
+      runId: 'run-1',
+      environmentId: s.environmentId,
+      operationId: (await json<{ operationId: string }>(provisioned)).operationId,
+    };
+  });
+  afterAll(async () => {
+    await h.close();
+    await pg.drop();
+  });
+
+  /** Sends, and checks the answer: never 5xx; a 4xx is a problem and changed nothing. */
+  async function check(
+    route: Route,
+    options: { path?: string; body?: unknown; contentType?: string; token?: string },
+  ): Promise<void> {
+    const before = await tables(h.db);
+    const res = await h.request(route.method, options.path ?? route.path(params), {
+      token: options.token ?? s.token,
+      ...(options.body === undefined ? {} : { body: options.body }),
+      ...(options.contentType === undefined ? {} : { contentType: options.contentType }),
+    });
+    expect(res.status, `${route.name}: ${await res.clone().text()}`).toBeLessThan(500);
+    if (res.status >= 400) {
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await tables(h.db), `${route.name} answered ${res.status} but changed rows`).toBe(before);
+    }
+  }
+
+  it.each(routes)('$name: hostile path parameters', async (route) => {
+    const names = Object.keys(params);
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...names), pathSegment, async (name, segment) => {
+        const path = route.path({ ...params, [name]: segment });
+        const body = route.body?.(s, params['operationId']!);
+        await check(route, { path, ...(body === undefined ? {} : { body }) });
+      }),
+      { numRuns: RUNS, ...seed },
+    );
+  });
+
+  it.each(routes.filter((r) => r.body !== undefined))('$name: hostile bodies', async (route) => {
+    const valid = route.body!(s, params['operationId']!);
+    const fields = Object.keys(valid);
+    const mutation = fc.oneof(
+      // One field replaced by anything hostile.
+      fc
+        .tuple(fc.constantFrom(...fields), hostileValue)
+        .map(([field, value]) => ({ ...valid, [field]: value })),
+      // An unknown field added.
+      fc.tuple(hostileString, hostileValue).map(([field, value]) => ({ ...valid, [`x${field}`]: value })),
+      // The whole body of the wrong type.
+      hostileValue,
+    );
+    await fc.assert(
+      fc.asyncProperty(mutation, async (body) => {
+        await check(route, { body: JSON.stringify(body) });
+      }),
+      { numRuns: RUNS, ...seed },
+    );
+  });
+
+  it.each(routes)('$name: hostile query values, tokens and content types', async (route) => {
+    await fc.assert(
+      fc.asyncProperty(
+        pathSegment,
+        headerValue,
+        fc.constantFrom('query', 'token', 'content-type'),
+        async (query, value, where) => {
+          const body = route.body?.(s, params['operationId']!);
+          if (where === 'query') {
+            const path = `${route.path(params)}?networkPolicyGeneration=${query}`;
+            await check(route, { path, ...(body === undefined ? {} : { body }) });
+          } else if (where === 'token') {
+            await check(route, {
+              token: value,
+              ...(body === undefined ? {} : { body }),
+            });
+          } else if (body !== undefined) {
+            await check(route, {
+              body: JSON.stringify(body),
+              contentType: value,
+            });
+          }
+        },
+      ),
+      { numRuns: RUNS, ...seed },
+    );
+  });
+});
