@@ -2,25 +2,32 @@
 // steps through the runtime's one entry point (lock, reads and writes, transition, CAS, journal,
 // outbox, hand-off, quarantine), never transactions of their own.
 //   begin:    Pending → Dispatched only while the lease is current with the attempt's fences and in
-//             the state that declared it; otherwise Superseded without calling the provider.
-//   complete: the exact result is recorded and delivered to the machine in one commit.
+//             the state that declared it (a cleanup attempt: while its claim and the owner fence
+//             that authorized it are current); otherwise Superseded without calling the provider.
+//   complete: the exact result is recorded and delivered to the machine in one commit. A result
+//             for an attempt already settled by other evidence, or whose lease is terminal, is
+//             still recorded; a resource it created that no current lease owns gets a cleanup record.
 //   expire:   a Dispatched attempt past its deadline becomes Unknown (the reconciler's move).
 import type { EnvironmentEvent, ResourceSummary } from '../machines/environment-events.ts';
-import type { EffectKind } from '../machines/environment-effects.ts';
+import { isCurrentLeaseState } from '../machines/environment-context.ts';
+import { attemptRequestSchema, type EffectKind } from '../machines/environment-effects.ts';
+import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import {
   markDispatched,
   readAttempt,
   readAttemptEnvironment,
+  recordLateResult,
   resolveAttempt,
   type AttemptRow,
 } from '../store/attempts.ts';
+import { readCleanup, readOwnerFence } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
-import { readCurrentLease, type LeaseRow } from '../store/leases.ts';
+import { readCurrentLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
 import { acknowledgeAttemptOutbox } from '../store/outbox-relay-queries.ts';
 import type { ActorRuntime } from './runtime.ts';
 
 /** The lease state an attempt kind may run in: the state is the gate. */
-const gateState: Record<EffectKind, string> = {
+const gateState: Record<Exclude<EffectKind, 'cleanup'>, string> = {
   provision: 'Provisioning',
   release: 'Releasing',
   listOwned: 'ReconciliationRequired',
@@ -28,7 +35,7 @@ const gateState: Record<EffectKind, string> = {
 };
 
 export type BeginResult =
-  | { dispatch: true; attempt: AttemptRow; lease: LeaseRow; deadline: Date }
+  | { dispatch: true; attempt: AttemptRow; deadline: Date }
   | { dispatch: false; reason: 'missing' | 'not-pending' | 'superseded' };
 
 /** What an exact describe saw: the resource's phase, or that the provider answered it is absent. */
@@ -54,7 +61,9 @@ export interface AttemptDeps {
   actor: string;
 }
 
-const fencesOf = (a: AttemptRow, kind: 'provision' | 'release' | 'listOwned') => ({
+type LeaseResultKind = 'provision' | 'release' | 'listOwned';
+
+const fencesOf = (a: AttemptRow, kind: LeaseResultKind) => ({
   attemptId: a.attemptId,
   kind,
   resourceGeneration: a.resourceGeneration,
@@ -65,6 +74,7 @@ const fencesOf = (a: AttemptRow, kind: 'provision' | 'release' | 'listOwned') =>
 function stillCurrent(attempt: AttemptRow, lease: LeaseRow | null): lease is LeaseRow {
   return (
     lease !== null &&
+    attempt.kind !== 'cleanup' &&
     lease.resourceGeneration === attempt.resourceGeneration &&
     lease.providerFence === attempt.providerFence &&
     lease.currentFencingGeneration === attempt.fencingGeneration &&
@@ -107,6 +117,7 @@ export function beginAttempt(
       // Re-delivery of a dispatched or resolved attempt is a no-op; the reconciler owns overdue ones.
       if (attempt.state !== 'Pending')
         return { event: null, value: { dispatch: false, reason: 'not-pending' } };
+      if (attempt.kind === 'cleanup') return beginCleanup(tx, attempt, callTimeoutMs);
       const lease = await readCurrentLease(tx, attempt.environmentId);
       if (!stillCurrent(attempt, lease)) {
         await resolveAttempt(tx, attemptId, {
@@ -120,9 +131,124 @@ export function beginAttempt(
       }
       const deadline = new Date(Date.now() + callTimeoutMs);
       await markDispatched(tx, attemptId, deadline);
-      return { event: null, value: { dispatch: true, attempt, lease, deadline } };
+      return { event: null, value: { dispatch: true, attempt, deadline } };
     },
   );
+}
+
+/** The claim this cleanup attempt was opened under (its request names it). */
+function claimOf(attempt: AttemptRow) {
+  const claim = attemptRequestSchema.parse(attempt.request).cleanup;
+  if (claim === undefined) throw new Error(`cleanup attempt ${attempt.attemptId} names no claim`);
+  return claim;
+}
+
+const cleanupEvent = (attempt: AttemptRow) => {
+  const { cleanupId, claimToken } = claimOf(attempt);
+  return { cleanupId, attemptId: attempt.attemptId, claimToken };
+};
+
+/** A cleanup release goes out only under its current claim and the owner fence that authorized it. */
+async function beginCleanup(tx: Queryable, attempt: AttemptRow, callTimeoutMs: number) {
+  const claim = claimOf(attempt);
+  const item = await readCleanup(tx, claim.cleanupId);
+  const fence = await readOwnerFence(tx, attempt.environmentId);
+  const current =
+    item?.state === 'Claimed' &&
+    item.claimToken === claim.claimToken &&
+    item.releaseAttemptId === attempt.attemptId &&
+    fence?.lifecycleGeneration === claim.authorizingFence.lifecycleGeneration &&
+    fence.providerFence === claim.authorizingFence.providerFence;
+  if (!current) {
+    const resolution = 'the cleanup claim or the owner fence moved on before dispatch';
+    await resolveAttempt(tx, attempt.attemptId, { state: 'Superseded', resolution });
+    const event: EnvironmentEvent = {
+      type: 'cleanup.failed',
+      ...cleanupEvent(attempt),
+      error: { code: 'superseded', message: resolution },
+    };
+    return { event, value: { dispatch: false, reason: 'superseded' } as const };
+  }
+  const deadline = new Date(Date.now() + callTimeoutMs);
+  await markDispatched(tx, attempt.attemptId, deadline);
+  return { event: null, value: { dispatch: true, attempt, deadline } as const };
+}
+
+/** Stable per (Environment, source operation, resource): a duplicate finds the record it made. */
+export const cleanupIdOf = (environmentId: string, operationId: string, resourceId: string) =>
+  `cleanup_${sha256Hex(canonicalJson({ environmentId, operationId, resourceId })).slice(0, 32)}`;
+
+/**
+ * The cleanup record for a resource this attempt created that no current lease owns, unless it is
+ * recorded already (a matching duplicate stays idempotent).
+ */
+async function lateResourceEvent(
+  tx: Queryable,
+  attempt: AttemptRow,
+  resource: ResourceSummary,
+): Promise<EnvironmentEvent | null> {
+  // The binding stamped on the resource is its identity for the release: its own operation.
+  const cleanupId = cleanupIdOf(attempt.environmentId, resource.operationId, resource.resourceId);
+  if ((await readCleanup(tx, cleanupId)) !== null) return null;
+  const request = attemptRequestSchema.parse(attempt.request);
+  return {
+    type: 'cleanup.recorded',
+    cleanupId,
+    foundBy: 'late-result',
+    sourceAttemptId: attempt.attemptId,
+    source: {
+      operationId: resource.operationId,
+      lifecycleGeneration: attempt.lifecycleGeneration,
+      resourceGeneration: attempt.resourceGeneration,
+      providerFence: attempt.providerFence,
+      ownerHash: request.ownerHash,
+      providerOptions: request.providerOptions,
+      workspace: request.workspace,
+    },
+    resource,
+  };
+}
+
+const resultOf = (outcome: AttemptOutcome): unknown =>
+  outcome.state === 'Succeeded'
+    ? {
+        state: outcome.state,
+        result: outcome.receipt ?? outcome.resource ?? outcome.resources ?? outcome.observation ?? null,
+      }
+    : outcome;
+
+/**
+ * A result that is not news to the lease: the attempt was settled by other evidence, or its lease is
+ * terminal. It is recorded all the same; a resource it created that the lease does not hold (a
+ * terminal lease holds none) becomes a late-resource cleanup record.
+ */
+async function lateResult(
+  tx: Queryable,
+  attempt: AttemptRow,
+  outcome: AttemptOutcome,
+  lease: LeaseRow | null,
+): Promise<EnvironmentEvent | null> {
+  const unresolved = attempt.state === 'Dispatched' || attempt.state === 'Unknown';
+  if (unresolved) {
+    if (outcome.state === 'Succeeded') {
+      await resolveAttempt(tx, attempt.attemptId, {
+        state: 'Succeeded',
+        receipt: resultOf(outcome),
+        resolution: 'the result arrived after its lease was terminal',
+      });
+    } else {
+      await resolveAttempt(tx, attempt.attemptId, { state: outcome.state, error: outcome.error });
+    }
+  } else {
+    await recordLateResult(tx, attempt.attemptId, resultOf(outcome));
+  }
+  if (attempt.kind !== 'provision' || outcome.state !== 'Succeeded' || outcome.resource === undefined)
+    return null;
+  const held =
+    lease !== null &&
+    isCurrentLeaseState(lease.state) &&
+    lease.resource?.resourceId === outcome.resource.resourceId;
+  return held ? null : lateResourceEvent(tx, attempt, outcome.resource);
 }
 
 /** Records the exact outcome and delivers it to the machine in the same transaction. */
@@ -132,8 +258,17 @@ export function completeAttempt(
   outcome: AttemptOutcome,
 ): Promise<boolean> {
   return onAttempt(deps, attemptId, false, async (tx, attempt) => {
-    // Already settled (for instance by reconciliation): a late duplicate changes nothing.
-    if (attempt.state !== 'Dispatched' && attempt.state !== 'Unknown') return { event: null, value: false };
+    if (attempt.kind === 'cleanup')
+      return { event: await completeCleanup(tx, attempt, outcome), value: true };
+    const settled = attempt.state !== 'Dispatched' && attempt.state !== 'Unknown';
+    // A describe settled elsewhere has nothing left to tell.
+    if (settled && attempt.kind === 'describe') return { event: null, value: false };
+    if (attempt.kind !== 'describe') {
+      const lease = await readLeaseByOperation(tx, attempt.operationId);
+      const terminal = lease === null || !isCurrentLeaseState(lease.state);
+      if (settled || terminal)
+        return { event: await lateResult(tx, attempt, outcome, lease), value: !settled };
+    }
     if (outcome.state === 'Succeeded') {
       await resolveAttempt(tx, attemptId, {
         state: 'Succeeded',
@@ -146,22 +281,47 @@ export function completeAttempt(
       const lease = await readCurrentLease(tx, attempt.environmentId);
       return { event: observedEvent(attempt, lease, outcome), value: true };
     }
+    const kind = attempt.kind;
     const event: EnvironmentEvent =
       outcome.state === 'Succeeded'
         ? {
             type: 'provider.succeeded',
-            ...fencesOf(attempt, attempt.kind),
+            ...fencesOf(attempt, kind),
             resource: outcome.resource ?? null,
             receipt: outcome.receipt ?? null,
             resources: outcome.resources ?? null,
           }
         : {
             type: outcome.state === 'Failed' ? 'provider.failed' : 'provider.unknown',
-            ...fencesOf(attempt, attempt.kind),
+            ...fencesOf(attempt, kind),
             error: outcome.error,
           };
     return { event, value: true };
   });
+}
+
+/**
+ * A cleanup release's result is always recorded on its attempt; the machine saves the receipt only
+ * while the attempt's claim is current (a newer claim supersedes it), else the item stays as it is.
+ */
+async function completeCleanup(
+  tx: Queryable,
+  attempt: AttemptRow,
+  outcome: AttemptOutcome,
+): Promise<EnvironmentEvent | null> {
+  if (attempt.state === 'Dispatched' || attempt.state === 'Unknown') {
+    if (outcome.state === 'Succeeded') {
+      await resolveAttempt(tx, attempt.attemptId, { state: 'Succeeded', receipt: outcome.receipt ?? null });
+    } else {
+      await resolveAttempt(tx, attempt.attemptId, { state: outcome.state, error: outcome.error });
+    }
+  } else {
+    await recordLateResult(tx, attempt.attemptId, resultOf(outcome));
+    return null;
+  }
+  return outcome.state === 'Succeeded'
+    ? { type: 'cleanup.released', ...cleanupEvent(attempt), receipt: outcome.receipt ?? {} }
+    : { type: 'cleanup.failed', ...cleanupEvent(attempt), error: outcome.error };
 }
 
 /**
@@ -193,6 +353,10 @@ export function expireAttempt(deps: AttemptDeps, attemptId: string, now: Date): 
     };
     await resolveAttempt(tx, attemptId, { state: 'Unknown', error });
     if (attempt.kind === 'describe') return { event: null, value: true };
+    // An unknown cleanup release frees its item for the next claim (the release is idempotent).
+    if (attempt.kind === 'cleanup') {
+      return { event: { type: 'cleanup.failed', ...cleanupEvent(attempt), error }, value: true };
+    }
     return { event: { type: 'provider.unknown', ...fencesOf(attempt, attempt.kind), error }, value: true };
   });
 }

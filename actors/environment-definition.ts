@@ -7,8 +7,18 @@ import { applyEnvironmentActions } from './environment-records.ts';
 
 export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
   machine: environmentMachine,
-  version: 1,
-  migrations: {},
+  version: 2,
+  migrations: {
+    // Version 2 adds the cleanup region (late resources): nothing to clean up in older snapshots.
+    1: (persisted) => {
+      const snapshot = persisted as { value: Record<string, unknown>; context: Record<string, unknown> };
+      return {
+        ...snapshot,
+        value: { ...snapshot.value, cleanup: 'Clean' },
+        context: { ...snapshot.context, cleanups: {} },
+      };
+    },
+  },
   project(snapshot: AnyMachineSnapshot) {
     const value = snapshot.value as { lifecycle: string };
     const context = snapshot.context as EnvironmentContext;

@@ -6,6 +6,10 @@
 // same lease one UPDATE.
 import {
   attemptResolutionSchema,
+  cleanupClaimRecordSchema,
+  cleanupFailedRecordSchema,
+  cleanupRecordSchema,
+  cleanupReleasedRecordSchema,
   leaseRecordSchema,
   leaseReservationSchema,
   providerEffectSchema,
@@ -19,7 +23,13 @@ import { insertAttempt, resolveAttempt } from '../store/attempts.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import { insertLease, markLeaseObserved, readLeaseWorkspace, updateLease } from '../store/leases.ts';
-import { attachVolume, detachVolume } from '../store/workspaces.ts';
+import {
+  insertCleanup,
+  markCleanupClaimed,
+  markCleanupFailed,
+  markCleanupReleased,
+} from '../store/cleanups.ts';
+import { attachVolume, detachVolume, holdVolume } from '../store/workspaces.ts';
 import type { DeclaredAction, InitEvent } from './definition.ts';
 import { WorkspaceConflictError } from './errors.ts';
 
@@ -33,6 +43,7 @@ export async function applyEnvironmentActions(
   const records = new Map<number, LeaseRecord>();
   const resolutions = [];
   const effects: ProviderEffect[] = [];
+  const cleanups: DeclaredAction[] = [];
   for (const action of actions) {
     switch (action.type) {
       case 'record.leaseReserved':
@@ -53,6 +64,12 @@ export async function applyEnvironmentActions(
       case 'effect.provider':
         effects.push(providerEffectSchema.parse(action.params));
         break;
+      case 'record.cleanup':
+      case 'record.cleanupClaimed':
+      case 'record.cleanupReleased':
+      case 'record.cleanupFailed':
+        cleanups.push(action);
+        break;
       default:
         throw new Error(`no writer for declared action ${action.type}`);
     }
@@ -67,7 +84,42 @@ export async function applyEnvironmentActions(
   for (const r of resolutions) {
     await resolveAttempt(tx, r.attemptId, { state: r.state, resolution: r.resolution });
   }
+  for (const action of cleanups) await recordCleanup(tx, row, action);
   for (const effect of effects) await openAttempt(tx, row, effect);
+}
+
+/** The cleanup region's rows, in the order the transition declared them. */
+async function recordCleanup(tx: Queryable, row: EnvironmentRow, action: DeclaredAction) {
+  const revision = row.revision;
+  switch (action.type) {
+    case 'record.cleanup': {
+      const c = cleanupRecordSchema.parse(action.params);
+      await insertCleanup(tx, { ...c, environmentId: row.environmentId, revision });
+      if (c.holdWorkspace) {
+        await holdVolume(tx, {
+          volumeId: c.source.workspace.volumeId,
+          environmentId: row.environmentId,
+          lease: c.source.resourceGeneration,
+        });
+      }
+      return;
+    }
+    case 'record.cleanupClaimed':
+      await markCleanupClaimed(tx, { ...cleanupClaimRecordSchema.parse(action.params), revision });
+      return;
+    case 'record.cleanupReleased': {
+      const c = cleanupReleasedRecordSchema.parse(action.params);
+      await markCleanupReleased(tx, { ...c, revision });
+      // Only after the receipt is durable (this same transaction), and only when the source and
+      // current lifecycle fences match (the machine leaves detachWorkspace null otherwise).
+      if (c.detachWorkspace !== null)
+        await detachVolume(tx, c.detachWorkspace.volumeId, c.detachWorkspace.lease);
+      return;
+    }
+    case 'record.cleanupFailed':
+      await markCleanupFailed(tx, { ...cleanupFailedRecordSchema.parse(action.params), revision });
+      return;
+  }
 }
 
 async function reserveLease(

@@ -208,14 +208,19 @@ export class StaleLeaseFenceError extends ActorError {
 export class ReleaseBlockedError extends ActorError {
   override readonly status = 409;
   override readonly title = 'Release blocked';
-  constructor(readonly unresolvedAttempts: readonly string[]) {
+  constructor(
+    readonly unresolvedAttempts: readonly string[],
+    readonly pendingCleanups: readonly string[] = [],
+  ) {
     super(
       'release-blocked',
-      `release waits for ${unresolvedAttempts.length} unresolved provider attempt(s); reconcile them first`,
+      pendingCleanups.length === 0
+        ? `release waits for ${unresolvedAttempts.length} unresolved provider attempt(s); reconcile them first`
+        : `release waits for ${unresolvedAttempts.length} unresolved provider attempt(s) and ${pendingCleanups.length} late-resource cleanup(s); reconcile them first`,
     );
   }
 
   override get extensions() {
-    return { unresolvedAttempts: this.unresolvedAttempts };
+    return { unresolvedAttempts: this.unresolvedAttempts, pendingCleanups: this.pendingCleanups };
   }
 }

@@ -94,8 +94,12 @@ export class LifecycleService {
     if (context.release?.idempotencyKey !== request.idempotencyKey) {
       const blocking = Object.keys(context.sandbox.unresolved);
       const reconciling = context.sandbox.lease?.reconcileAttemptId;
-      if (outcome.row.lifecycleState === 'Registered' && (blocking.length > 0 || reconciling != null)) {
-        throw new ReleaseBlockedError(reconciling == null ? blocking : [...blocking, reconciling]);
+      const cleanups = Object.keys(context.cleanups);
+      if (
+        outcome.row.lifecycleState === 'Registered' &&
+        (blocking.length > 0 || reconciling != null || cleanups.length > 0)
+      ) {
+        throw new ReleaseBlockedError(reconciling == null ? blocking : [...blocking, reconciling], cleanups);
       }
       throw new ReleaseConflictError(outcome.row.lifecycleState);
     }

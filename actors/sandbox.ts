@@ -4,7 +4,8 @@
 import type { EnvironmentContext } from '../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
-import { readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
+import { readAttempt, readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
+import { readCleanup, readCleanupsOf, type CleanupRow } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import {
@@ -14,6 +15,7 @@ import {
   readLeaseByOperation,
   type LeaseRow,
 } from '../store/leases.ts';
+import { claimCleanup, claimTtlMs, cleanupView, nextClaimable, type CleanupView } from './cleanups.ts';
 import { operationIdOf, ownerHashOf } from './environment-id.ts';
 import {
   LeaseConflictError,
@@ -257,12 +259,15 @@ export class SandboxService {
     );
   }
 
-  /** Returns the lease and whether a reconciliation was started by this call. */
+  /**
+   * Returns the lease, whether a reconciliation was started by this call, and the late-resource
+   * cleanup item it claimed and released (at most one per call), as it stands after that.
+   */
   async reconcile(
     caller: Caller,
     address: EnvironmentAddress,
     request: LeaseFences & { operationId: string },
-  ): Promise<{ started: boolean; lease: LeaseView }> {
+  ): Promise<{ started: boolean; lease: LeaseView; lateResourceCleanup: CleanupView | null }> {
     const guard = this.#guard(caller, address);
     const env = await guard.environment(address);
     const named = await readLeaseByOperation(this.deps.db, request.operationId);
@@ -277,16 +282,56 @@ export class SandboxService {
         'the operation has another resource generation or provider fence',
       );
     }
-    // Terminal leases have nothing to recover: answer with their result.
-    if (!leaseView(named).current) return { started: false, lease: leaseView(named) };
-    const outcome = await this.deps.runtime.send(
-      env.environmentId,
-      { type: 'sandbox.reconcile', ...request },
-      guard.commit(address.runId),
-    );
-    const after = (await readLeaseByOperation(this.deps.db, request.operationId)) ?? named;
+    // A terminal lease has nothing to recover: it answers with its result (after any cleanup).
+    let started = false;
+    let after = named;
+    if (leaseView(named).current) {
+      const outcome = await this.deps.runtime.send(
+        env.environmentId,
+        { type: 'sandbox.reconcile', ...request },
+        guard.commit(address.runId),
+      );
+      started = outcome.accepted;
+      after = (await readLeaseByOperation(this.deps.db, request.operationId)) ?? named;
+    }
+    const lateResourceCleanup = await this.#cleanOne(env, guard, address.runId);
     await guard.check();
-    return { started: outcome.accepted, lease: leaseView(after) };
+    return { started, lease: leaseView(after), lateResourceCleanup };
+  }
+
+  /** Claims one pending late resource of the Environment under the current owner fence, and releases it now. */
+  async #cleanOne(env: EnvironmentRow, guard: Guard, runId: string): Promise<CleanupView | null> {
+    const { db, runtime, runner } = this.deps;
+    const now = new Date();
+    const item = await nextClaimable(db, env.environmentId, now);
+    if (item === null) return null;
+    const timeoutMs = this.deps.describeTimeoutMs ?? 5_000;
+    const attemptId = await claimCleanup(
+      { db, runtime },
+      item,
+      now,
+      claimTtlMs(timeoutMs),
+      guard.commit(runId),
+    );
+    if (attemptId !== null) await guard.after(() => runner.runNow(attemptId, timeoutMs));
+    const row = await readCleanup(db, item.cleanupId);
+    return row === null ? null : this.#cleanupView(row);
+  }
+
+  async #cleanupView(row: CleanupRow): Promise<CleanupView> {
+    const attempt =
+      row.releaseAttemptId === null ? null : await readAttempt(this.deps.db, row.releaseAttemptId);
+    return cleanupView(row, attempt);
+  }
+
+  /** The Environment's late-resource cleanup records, oldest first; never calls a provider. */
+  async cleanups(caller: Caller, address: EnvironmentAddress): Promise<CleanupView[]> {
+    const guard = this.#guard(caller, address, ['ReadRunSelection']);
+    const env = await guard.environment(address);
+    return guard.after(async () => {
+      const rows = await readCleanupsOf(this.deps.db, env.environmentId);
+      return Promise.all(rows.map((row) => this.#cleanupView(row)));
+    });
   }
 
   /** The current lease must carry exactly these fences; anything else is stale and changes nothing. */

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { cleanupViewSchema } from '../actors/cleanups.ts';
 import { leaseViewSchema } from '../actors/sandbox-view.ts';
 import { MAX_INT32 } from '../lib/limits.ts';
 import {
@@ -76,8 +77,17 @@ export const attemptSchema = z
     resolution: z.string().nullable(),
     error: z.object({ code: z.string(), message: z.string() }).nullable(),
     receipt: z.unknown(),
+    /** A result that arrived after the attempt was settled by other evidence. */
+    lateResult: z.unknown(),
+    lateResultAt: z.string().nullable(),
   })
   .openapi('ProviderAttempt');
+
+export const cleanupSchema = cleanupViewSchema.meta({ id: 'LateResourceCleanup' });
+
+export const reconcileSchema = leaseViewSchema
+  .extend({ lateResourceCleanup: cleanupSchema.nullable() })
+  .meta({ id: 'ReconcileResult' });
 
 export const networkPolicyQuery = z.object({
   networkPolicyGeneration: z.coerce

@@ -59,6 +59,37 @@ export interface SandboxContext {
   openedAttemptId: string | null;
 }
 
+/** The Environment's owner fence now: a cleanup claim is authorized by it and its receipt CAS'd on it. */
+export interface OwnerFence {
+  lifecycleGeneration: number;
+  providerFence: number;
+}
+
+/** The lease a late resource was created for, exactly as its binding was stamped on the resource. */
+export interface CleanupSource {
+  operationId: string;
+  lifecycleGeneration: number;
+  resourceGeneration: number;
+  providerFence: number;
+  ownerHash: string;
+  providerOptions: Record<string, unknown>;
+  workspace: WorkspaceMount;
+}
+
+/**
+ * A late resource not yet released (released ones live on in the table only). Pending: available
+ * to claim. Claimed: one reconciler holds it until `claimExpiresAt`, with one release attempt.
+ */
+export interface CleanupItem {
+  state: 'Pending' | 'Claimed';
+  resourceId: string;
+  source: CleanupSource;
+  claimToken: string | null;
+  claimExpiresAt: string | null;
+  attemptId: string | null;
+  authorizingFence: OwnerFence | null;
+}
+
 export interface EnvironmentContext {
   environmentId: string;
   tenantId: string;
@@ -67,7 +98,14 @@ export interface EnvironmentContext {
   lifecycleGeneration: number;
   release: { idempotencyKey: string } | null;
   sandbox: SandboxContext;
+  /** Late resources awaiting release, by cleanup ID. Any entry blocks Environment release. */
+  cleanups: Record<string, CleanupItem>;
 }
+
+export const ownerFenceOf = (context: EnvironmentContext): OwnerFence => ({
+  lifecycleGeneration: context.lifecycleGeneration,
+  providerFence: context.sandbox.counters.providerFence,
+});
 
 /** Attempts of this lease still unresolved, other than `except`. */
 export function otherUnresolved(context: SandboxContext, except: string): string[] {

@@ -4,17 +4,22 @@
 // with these schemas; nothing casts one.
 import { z } from 'zod';
 import {
+  cleanupSourceSchema,
   generationSchema,
+  instantSchema,
   resourceSummarySchema,
   workspaceMountSchema,
   type ResourceSummary,
 } from './environment-events.ts';
-import type { LeaseContext, SandboxState } from './environment-context.ts';
+import type { CleanupItem, LeaseContext, OwnerFence, SandboxState } from './environment-context.ts';
 
 const generation = generationSchema;
 
-/** Every provider call the machine can declare. `describe` is read-only and never blocks release. */
-export const effectKinds = ['provision', 'release', 'listOwned', 'describe'] as const;
+/**
+ * Every provider call the machine can declare. `describe` is read-only and never blocks release;
+ * `cleanup` releases a late resource under its saved source binding (its own region, not the lease's).
+ */
+export const effectKinds = ['provision', 'release', 'listOwned', 'describe', 'cleanup'] as const;
 export type EffectKind = (typeof effectKinds)[number];
 
 export const effectFencesSchema = z.strictObject({
@@ -33,6 +38,14 @@ export const attemptRequestSchema = z.strictObject({
   providerOptions: z.record(z.string(), z.unknown()),
   resourceId: z.string().nullable(),
   releaseIdempotencyKey: z.string().nullable(),
+  /** A cleanup attempt: which item, under which claim, authorized by which owner fence. */
+  cleanup: z
+    .strictObject({
+      cleanupId: z.string(),
+      claimToken: z.string(),
+      authorizingFence: z.strictObject({ lifecycleGeneration: generation, providerFence: generation }),
+    })
+    .optional(),
 });
 export type AttemptRequest = z.infer<typeof attemptRequestSchema>;
 
@@ -144,3 +157,75 @@ export function leaseRecord(
     failure: lease.failure,
   };
 }
+
+/**
+ * The release of a late resource: the saved source binding and fence are the provider request's
+ * identity (and its idempotency key is the item's own, the same across claims); the attempt's
+ * fencing generation is the owner fence's provider fence that authorized it.
+ */
+export function cleanupEffectFor(
+  cleanupId: string,
+  item: CleanupItem,
+  attemptId: string,
+  claimToken: string,
+  authorizingFence: OwnerFence,
+): ProviderEffect {
+  const { source } = item;
+  return {
+    attemptId,
+    kind: 'cleanup',
+    operationId: source.operationId,
+    fences: {
+      lifecycleGeneration: source.lifecycleGeneration,
+      resourceGeneration: source.resourceGeneration,
+      providerFence: source.providerFence,
+      fencingGeneration: authorizingFence.providerFence,
+    },
+    request: {
+      ownerHash: source.ownerHash,
+      workspace: source.workspace,
+      networkPolicyGeneration: 1,
+      providerOptions: source.providerOptions,
+      resourceId: item.resourceId,
+      releaseIdempotencyKey: `${cleanupId}.release`,
+      cleanup: { cleanupId, claimToken, authorizingFence },
+    },
+  };
+}
+
+const isoTime = instantSchema;
+
+/** A new cleanup row; `holdWorkspace` re-attaches the source's volume while the resource lives. */
+export const cleanupRecordSchema = z.strictObject({
+  cleanupId: z.string(),
+  foundBy: z.enum(['late-result', 'owner-listing']),
+  sourceAttemptId: z.string().nullable(),
+  source: cleanupSourceSchema,
+  resource: resourceSummarySchema,
+  holdWorkspace: z.boolean(),
+});
+export type CleanupRecord = z.infer<typeof cleanupRecordSchema>;
+
+export const cleanupClaimRecordSchema = z.strictObject({
+  cleanupId: z.string(),
+  claimToken: z.string(),
+  claimedAt: isoTime,
+  claimExpiresAt: isoTime,
+  attemptId: z.string(),
+  authorizingFence: z.strictObject({ lifecycleGeneration: generation, providerFence: generation }),
+});
+export type CleanupClaimRecord = z.infer<typeof cleanupClaimRecordSchema>;
+
+/** The receipt is durable; the source's volume is detached only when the lifecycle fences match. */
+export const cleanupReleasedRecordSchema = z.strictObject({
+  cleanupId: z.string(),
+  receipt: z.record(z.string(), z.unknown()),
+  detachWorkspace: z.strictObject({ volumeId: z.string(), lease: generation }).nullable(),
+});
+export type CleanupReleasedRecord = z.infer<typeof cleanupReleasedRecordSchema>;
+
+export const cleanupFailedRecordSchema = z.strictObject({
+  cleanupId: z.string(),
+  error: z.object({ code: z.string(), message: z.string() }),
+});
+export type CleanupFailedRecord = z.infer<typeof cleanupFailedRecordSchema>;

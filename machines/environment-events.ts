@@ -142,6 +142,56 @@ export const supersededEventSchema = z.strictObject({
   ...attemptFences,
 });
 
+export const cleanupSourceSchema = z.strictObject({
+  operationId: z.string(),
+  lifecycleGeneration: generation,
+  resourceGeneration: generation,
+  providerFence: generation,
+  ownerHash: z.string(),
+  providerOptions: json,
+  workspace: workspaceMountSchema,
+});
+
+/** A valid resource of ours that no current lease owns: it gets a late-resource cleanup record. */
+export const cleanupRecordedEventSchema = z.strictObject({
+  type: z.literal('cleanup.recorded'),
+  cleanupId: z.string(),
+  foundBy: z.enum(['late-result', 'owner-listing']),
+  sourceAttemptId: z.string().nullable(),
+  source: cleanupSourceSchema,
+  resource: resourceSummarySchema,
+});
+
+/**
+ * UTC with milliseconds, as Date#toISOString writes it: fixed width, so the machine compares two
+ * times as strings and needs no clock or Date of its own.
+ */
+export const instantSchema = z.iso.datetime({ precision: 3 });
+
+/** A reconciler claims one cleanup item until `expiresAt`; `at` is its clock. */
+export const cleanupClaimEventSchema = z.strictObject({
+  type: z.literal('cleanup.claim'),
+  cleanupId: z.string(),
+  claimToken: z.string(),
+  at: instantSchema,
+  expiresAt: instantSchema,
+});
+
+const cleanupAttempt = { cleanupId: z.string(), attemptId: z.string(), claimToken: z.string() };
+
+export const cleanupReleasedEventSchema = z.strictObject({
+  type: z.literal('cleanup.released'),
+  ...cleanupAttempt,
+  receipt: json,
+});
+
+/** The cleanup's release failed, its outcome is unknown, or it was not dispatched: retry later. */
+export const cleanupFailedEventSchema = z.strictObject({
+  type: z.literal('cleanup.failed'),
+  ...cleanupAttempt,
+  error: z.object({ code: z.string(), message: z.string() }),
+});
+
 export const environmentEventSchema = z.discriminatedUnion('type', [
   releaseEventSchema,
   provisionEventSchema,
@@ -153,6 +203,10 @@ export const environmentEventSchema = z.discriminatedUnion('type', [
   failedEventSchema,
   unknownEventSchema,
   supersededEventSchema,
+  cleanupRecordedEventSchema,
+  cleanupClaimEventSchema,
+  cleanupReleasedEventSchema,
+  cleanupFailedEventSchema,
 ]);
 export type EnvironmentEvent = z.infer<typeof environmentEventSchema>;
 export type ProviderResultEvent = Extract<EnvironmentEvent, { type: `provider.${string}` }>;

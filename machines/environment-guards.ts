@@ -4,16 +4,17 @@ import type { AttemptKind, EnvironmentEvent } from './environment-events.ts';
 import { otherUnresolved, type EnvironmentContext } from './environment-context.ts';
 
 type Args = { context: EnvironmentContext; event: EnvironmentEvent };
-type ResultEvent = Extract<EnvironmentEvent, { attemptId: string }>;
+type ResultEvent = Extract<EnvironmentEvent, { type: `provider.${string}` }>;
 
-const isResult = (event: EnvironmentEvent): event is ResultEvent => 'attemptId' in event;
+const isResult = (event: EnvironmentEvent): event is ResultEvent => event.type.startsWith('provider.');
 
 export function releaseAllowed({ context, event }: Args): boolean {
   return (
     event.type === 'environment.release' &&
     event.expectedLifecycleGeneration === context.lifecycleGeneration &&
     Object.keys(context.sandbox.unresolved).length === 0 &&
-    context.sandbox.lease?.reconcileAttemptId == null
+    context.sandbox.lease?.reconcileAttemptId == null &&
+    Object.keys(context.cleanups).length === 0
   );
 }
 

@@ -10,6 +10,8 @@ import { attemptIdFor, type EffectKind } from './environment-effects.ts';
 import type { EnvironmentEvent, ResourceSummary } from './environment-events.ts';
 
 type Args = { context: EnvironmentContext; event: EnvironmentEvent };
+/** The kinds of attempt a lease opens (a cleanup attempt belongs to its cleanup item). */
+export type LeaseEffectKind = Exclude<EffectKind, 'cleanup'>;
 
 function withLease(sandbox: SandboxContext, change: Partial<LeaseContext>): SandboxContext {
   if (sandbox.lease === null) return sandbox;
@@ -49,7 +51,7 @@ export function reserveLease({ context, event }: Args): SandboxContext {
 }
 
 /** Opens the next attempt of the lease; the following `effect.provider` action describes it. */
-export function openAttempt({ context }: Args, kind: EffectKind): SandboxContext {
+export function openAttempt({ context }: Args, kind: LeaseEffectKind): SandboxContext {
   const { sandbox } = context;
   const lease = sandbox.lease;
   if (lease === null) return sandbox;
@@ -134,6 +136,9 @@ export function beginRelease({ context, event }: Args): SandboxContext {
 
 export const setRecovering = ({ context }: Args, what: 'provision' | 'release'): SandboxContext =>
   withLease(context.sandbox, { recovering: what });
+
+export const clearRecovering = ({ context }: Args): SandboxContext =>
+  withLease(context.sandbox, { recovering: null });
 
 export const confirmRelease = ({ context }: Args): SandboxContext =>
   withLease(context.sandbox, { releaseConfirmed: true });

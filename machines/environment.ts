@@ -3,18 +3,28 @@
 // named actions `effect.*` (outbox rows); `record.*` actions are row writes the runtime performs
 // in the same transaction (lease rows, reconciled attempts).
 import { and, assign, not, or, setup, stateIn } from 'xstate';
-import type { EnvironmentContext, LeaseContext, SandboxState } from './environment-context.ts';
 import {
+  ownerFenceOf,
+  type EnvironmentContext,
+  type LeaseContext,
+  type SandboxState,
+} from './environment-context.ts';
+import {
+  cleanupEffectFor,
   effectFor,
+  type CleanupClaimRecord,
+  type CleanupFailedRecord,
+  type CleanupRecord,
+  type CleanupReleasedRecord,
   leaseRecord,
   type AttemptResolution,
-  type EffectKind,
   reservationOf,
   type LeaseRecord,
   type LeaseReservation,
   type ProviderEffect,
 } from './environment-effects.ts';
 import type { EnvironmentEvent, EnvironmentInput } from './environment-events.ts';
+import * as c from './environment-cleanup.ts';
 import * as g from './environment-guards.ts';
 import * as u from './environment-updates.ts';
 
@@ -44,7 +54,14 @@ const resolveAll = (as: ResolvedAs, resolution: string) => ({
     }),
 });
 
-const open = (kind: EffectKind) => [
+/** Why an unresolved attempt was settled by evidence other than its own result. */
+const RESOLVED = {
+  byRetry: 'the same deterministic resource was created or adopted by a retry under the same operation',
+  refusedRetry: 'a retry under the same operation was refused definitively, so the resource does not exist',
+  absent: 'a fenced release found nothing of ours left by an exact lookup (KnownOwnedAbsent)',
+} as const;
+
+const open = (kind: u.LeaseEffectKind) => [
   { type: 'openAttempt' as const, params: { kind } },
   {
     type: 'effect.provider' as const,
@@ -99,6 +116,11 @@ export const environmentMachine = setup({
     foundOwnResource: g.foundOwnResource,
     observedFinished: g.observedFinished,
     reconcileIdle: g.reconcileIdle,
+    noOpenCleanup: c.noOpenCleanup,
+    newCleanup: c.newCleanup,
+    cleanupClaimable: c.claimable,
+    cleanupClaimCurrent: c.claimCurrent,
+    cleanupFenceCurrent: c.fenceCurrent,
   },
   actions: {
     recordReleaseRequest: assign({
@@ -107,13 +129,14 @@ export const environmentMachine = setup({
     }),
     reserveLease: assign({ sandbox: u.reserveLease }),
     openAttempt: assign({
-      sandbox: (args, params: { kind: EffectKind }) => u.openAttempt(args, params.kind),
+      sandbox: (args, params: { kind: u.LeaseEffectKind }) => u.openAttempt(args, params.kind),
     }),
     settleAttempt: assign({ sandbox: u.settleAttempt }),
     markUnknown: assign({ sandbox: u.markUnknown }),
     adoptResource: assign({ sandbox: u.adoptResource }),
     recordObservation: assign({ sandbox: u.recordObservation }),
     beginRelease: assign({ sandbox: u.beginRelease }),
+    clearRecovering: assign({ sandbox: u.clearRecovering }),
     setRecovering: assign({
       sandbox: (args, params: { what: 'provision' | 'release' }) => u.setRecovering(args, params.what),
     }),
@@ -121,11 +144,19 @@ export const environmentMachine = setup({
     clearReleaseConfirmation: assign({ sandbox: u.clearReleaseConfirmation }),
     recordFailure: assign({ sandbox: u.recordFailure }),
     settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
+    addCleanup: assign({ cleanups: c.addCleanup }),
+    claimCleanup: assign({ cleanups: c.claimCleanup }),
+    dropCleanup: assign({ cleanups: c.dropCleanup }),
+    unclaimCleanup: assign({ cleanups: c.unclaimCleanup }),
     // Data for the runtime; executing them here does nothing.
     'effect.provider': (_, _params: ProviderEffect) => undefined,
     'record.leaseReserved': (_, _params: LeaseReservation) => undefined,
     'record.lease': (_, _params: LeaseRecord) => undefined,
     'record.attemptsResolved': (_, _params: AttemptResolution[]) => undefined,
+    'record.cleanup': (_, _params: CleanupRecord) => undefined,
+    'record.cleanupClaimed': (_, _params: CleanupClaimRecord) => undefined,
+    'record.cleanupReleased': (_, _params: CleanupReleasedRecord) => undefined,
+    'record.cleanupFailed': (_, _params: CleanupFailedRecord) => undefined,
   },
 }).createMachine({
   id: 'environment',
@@ -144,6 +175,7 @@ export const environmentMachine = setup({
       unresolved: {},
       openedAttemptId: null,
     },
+    cleanups: {},
   }),
   states: {
     lifecycle: {
@@ -159,7 +191,9 @@ export const environmentMachine = setup({
           },
         },
         // Completes only once placement is retired and no provider attempt is unresolved.
-        Releasing: { always: { guard: and([terminalSandbox, 'noUnresolved']), target: 'Released' } },
+        Releasing: {
+          always: { guard: and([terminalSandbox, 'noUnresolved', 'noOpenCleanup']), target: 'Released' },
+        },
         // Not `final`: a later cleanup region may still take events after release.
         Released: {},
       },
@@ -182,15 +216,27 @@ export const environmentMachine = setup({
         Provisioning: {
           entry: [...open('provision'), record('Provisioning')],
           on: {
+            // Provision is idempotent per operation: this result is the one deterministic resource,
+            // so it is also the evidence for any earlier attempt of the operation left Unknown.
             'provider.succeeded': {
               guard: current('provision'),
               target: 'Active',
-              actions: ['settleAttempt', 'adoptResource'],
+              actions: [
+                'settleAttempt',
+                'adoptResource',
+                resolveAll('Succeeded', RESOLVED.byRetry),
+                'settleAllUnresolved',
+              ],
             },
             'provider.failed': {
               guard: current('provision'),
               target: 'Failed',
-              actions: ['settleAttempt', 'recordFailure'],
+              actions: [
+                'settleAttempt',
+                'recordFailure',
+                resolveAll('Superseded', RESOLVED.refusedRetry),
+                'settleAllUnresolved',
+              ],
             },
             'provider.unknown': {
               guard: current('provision'),
@@ -231,13 +277,14 @@ export const environmentMachine = setup({
                 guard: and([current('release'), 'othersAwaitResult']),
                 actions: ['settleAttempt', 'confirmRelease'],
               },
-              // Older attempts are Unknown: no answer will come, so only an exact listOwned settles them.
+              // The fenced release's exact lookup found nothing of ours left (KnownOwnedAbsent): that
+              // settles every attempt opened before the abandon, and any earlier release of the
+              // same key. A create that still lands later becomes a late-resource cleanup record.
               {
-                guard: and([current('release'), 'othersUnresolved']),
-                target: 'ReconciliationRequired',
-                actions: ['settleAttempt', 'confirmRelease', recoveringRelease],
+                guard: current('release'),
+                target: 'Released',
+                actions: ['settleAttempt', resolveAll('Superseded', RESOLVED.absent), 'settleAllUnresolved'],
               },
-              { guard: current('release'), target: 'Released', actions: 'settleAttempt' },
               // The stale provision created something after all: release again.
               {
                 guard: stale('provision'),
@@ -309,16 +356,13 @@ export const environmentMachine = setup({
                   'adoptResource',
                 ],
               },
+              // Not found. An empty list is no proof that the Unknown call had no effect: it stays
+              // unresolved, and the retry under the same operation creates or adopts the one
+              // deterministic resource, which settles it.
               {
                 guard: and([current('listOwned'), recoveringProvision]),
                 target: 'Provisioning',
-                actions: [
-                  resolveAll(
-                    'Superseded',
-                    'not found by exact listOwned; provision retried under the same operation',
-                  ),
-                  'settleAllUnresolved',
-                ],
+                actions: ['settleAttempt', 'clearRecovering'],
               },
               {
                 guard: and([current('listOwned'), 'foundOwnResource']),
@@ -329,13 +373,12 @@ export const environmentMachine = setup({
                   'adoptResource',
                 ],
               },
+              // Not found: release again, so that a fenced release's exact lookup (its receipt)
+              // settles what is unresolved; the empty list alone settles nothing.
               {
                 guard: current('listOwned'),
-                target: 'Released',
-                actions: [
-                  resolveAll({ release: 'Succeeded', provision: 'Superseded' }, 'absent by exact listOwned'),
-                  'settleAllUnresolved',
-                ],
+                target: 'Releasing',
+                actions: ['settleAttempt', 'clearRecovering'],
               },
               // The original attempt's own result arrived late: it is exact evidence.
               {
@@ -344,9 +387,9 @@ export const environmentMachine = setup({
                 actions: ['settleAttempt', 'adoptResource', 'settleAllUnresolved'],
               },
               {
-                guard: and([current('release'), not('othersUnresolved')]),
+                guard: current('release'),
                 target: 'Released',
-                actions: ['settleAttempt', 'settleAllUnresolved'],
+                actions: ['settleAttempt', resolveAll('Superseded', RESOLVED.absent), 'settleAllUnresolved'],
               },
               { guard: stale('provision'), actions: ['settleAttempt', 'adoptResource'] },
             ],
@@ -371,6 +414,78 @@ export const environmentMachine = setup({
           entry: record('Failed'),
           on: {
             'sandbox.provision': provisionNewLease,
+          },
+        },
+      },
+    },
+    // Late resources: valid resources of ours that no current lease owns. Each is released on its
+    // own, one claim at a time, under the Environment's current owner fence; the terminal lease it
+    // came from is never changed. Any open item blocks Environment release.
+    cleanup: {
+      initial: 'Clean',
+      on: {
+        'cleanup.recorded': {
+          guard: 'newCleanup',
+          target: '.Pending',
+          actions: [
+            'addCleanup',
+            {
+              type: 'record.cleanup',
+              params: ({ context, event }) => c.cleanupRecordOf(context, event),
+            },
+          ],
+        },
+      },
+      states: {
+        Clean: {},
+        Pending: {
+          always: { guard: 'noOpenCleanup', target: 'Clean' },
+          on: {
+            'cleanup.claim': {
+              guard: 'cleanupClaimable',
+              actions: [
+                'claimCleanup',
+                {
+                  type: 'record.cleanupClaimed',
+                  params: ({ context, event }) => c.claimRecordOf(context, event),
+                },
+                {
+                  type: 'effect.provider',
+                  params: ({ context, event }) => {
+                    const { cleanupId, item } = c.claimedItem(context, event);
+                    return cleanupEffectFor(
+                      cleanupId,
+                      item,
+                      item.attemptId ?? '',
+                      item.claimToken ?? '',
+                      item.authorizingFence ?? ownerFenceOf(context),
+                    );
+                  },
+                },
+              ],
+            },
+            // The receipt is saved only while its claim is the current one and the owner fence that
+            // authorized it is still current (compare-and-swap); a newer claim supersedes it.
+            'cleanup.released': {
+              guard: and(['cleanupClaimCurrent', 'cleanupFenceCurrent']),
+              actions: [
+                {
+                  type: 'record.cleanupReleased',
+                  params: ({ context, event }) => c.releasedRecordOf(context, event),
+                },
+                'dropCleanup',
+              ],
+            },
+            'cleanup.failed': {
+              guard: 'cleanupClaimCurrent',
+              actions: [
+                {
+                  type: 'record.cleanupFailed',
+                  params: ({ event }) => c.failedRecordOf(event),
+                },
+                'unclaimCleanup',
+              ],
+            },
           },
         },
       },

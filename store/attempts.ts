@@ -10,7 +10,7 @@ export interface AttemptRow {
   attemptId: string;
   environmentId: string;
   operationId: string;
-  kind: 'provision' | 'release' | 'listOwned' | 'describe';
+  kind: 'provision' | 'release' | 'listOwned' | 'describe' | 'cleanup';
   tenantId: string;
   projectId: string;
   runId: string;
@@ -28,6 +28,9 @@ export interface AttemptRow {
   receipt: unknown;
   error: { code: string; message: string } | null;
   resolution: string | null;
+  /** A result that arrived after the attempt was settled by other evidence. */
+  lateResult: unknown;
+  lateResultAt: Date | null;
   createdAt: Date;
 }
 
@@ -36,7 +39,8 @@ const columns = `attempt_id AS "attemptId", environment_id AS "environmentId", o
   lifecycle_generation AS "lifecycleGeneration", resource_generation AS "resourceGeneration",
   provider_fence AS "providerFence", fencing_generation AS "fencingGeneration", request,
   request_fingerprint AS "requestFingerprint", state, deadline_at AS "deadlineAt", dispatched_at AS "dispatchedAt",
-  resolved_at AS "resolvedAt", dispatch_count AS "dispatchCount", receipt, error, resolution, created_at AS "createdAt"`;
+  resolved_at AS "resolvedAt", dispatch_count AS "dispatchCount", receipt, error, resolution,
+  late_result AS "lateResult", late_result_at AS "lateResultAt", created_at AS "createdAt"`;
 
 export type NewAttempt = Pick<
   AttemptRow,
@@ -173,6 +177,15 @@ export async function resolveAttempt(
     ],
   );
   return rowCount === 1;
+}
+
+/** Keeps a result that arrived after the attempt was settled by other evidence (the first one). */
+export async function recordLateResult(tx: Queryable, attemptId: string, result: unknown): Promise<void> {
+  await tx.query(
+    `UPDATE provider_attempts SET late_result = $2, late_result_at = now(), updated_at = now()
+      WHERE attempt_id = $1 AND late_result IS NULL`,
+    [attemptId, JSON.stringify(result)],
+  );
 }
 
 /** Dispatched attempts whose deadline passed: the worker died or hangs; the reconciler takes over. */

@@ -80,3 +80,19 @@ export async function detachVolume(tx: Queryable, volumeId: string, lease: numbe
   );
   return rowCount === 1;
 }
+
+/**
+ * A late resource of an earlier lease still mounts this volume: keep it Attached to that lease until
+ * the resource's release receipt is durable (only an Available volume of this Environment).
+ */
+export async function holdVolume(
+  tx: Queryable,
+  binding: { volumeId: string; environmentId: string; lease: number },
+): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `UPDATE workspace_volumes SET state = 'Attached', attached_lease = $3, revision = revision + 1, updated_at = now()
+      WHERE volume_id = $1 AND environment_id = $2 AND state = 'Available'`,
+    [binding.volumeId, binding.environmentId, binding.lease],
+  );
+  return rowCount === 1;
+}

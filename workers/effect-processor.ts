@@ -91,6 +91,18 @@ async function call(
           : { present: false },
       };
     }
+    case 'cleanup': {
+      // A late resource: released by its exact ID under the saved source binding and options.
+      if (request.resourceId === null) {
+        return { state: 'Failed', error: { code: 'no-resource', message: 'the cleanup names no resource' } };
+      }
+      const idempotencyKey = request.releaseIdempotencyKey ?? `${attempt.attemptId}.release`;
+      const receipt = await provider.release(
+        { owner, resourceId: request.resourceId, options: snapshot, idempotencyKey },
+        options,
+      );
+      return { state: 'Succeeded', receipt: { ...receipt } };
+    }
     case 'release': {
       // Release what the lease recorded plus anything an exact lookup finds for this operation,
       // so a resource created by a response we never saw is released too.

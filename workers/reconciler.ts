@@ -1,9 +1,13 @@
 // The reconciler: a periodic task, safe on any number of processes. It (1) moves attempts stuck in
-// Dispatched past their deadline to Unknown, which puts the lease in ReconciliationRequired, and
-// (2) asks every lease in ReconciliationRequired to reconcile through an exact listOwned.
+// Dispatched past their deadline to Unknown, which puts the lease in ReconciliationRequired,
+// (2) asks every lease in ReconciliationRequired to reconcile through an exact listOwned, and
+// (3) claims late-resource cleanup items that are pending (or whose claim expired), one claim per
+// item, each claim opening the item's release attempt.
 import type { Logger } from 'pino';
 import { expireAttempt, type AttemptDeps } from '../actors/attempts.ts';
+import { claimCleanup, claimTtlMs } from '../actors/cleanups.ts';
 import { overdueDispatched } from '../store/attempts.ts';
+import { claimableCleanups } from '../store/cleanups.ts';
 import { leasesNeedingReconciliation } from '../store/leases.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
@@ -11,11 +15,14 @@ export interface ReconcilerDeps extends AttemptDeps {
   logger: Logger;
   now?: () => Date;
   batchSize?: number;
+  /** The provider call deadline: a cleanup claim lasts twice that plus 5 s (default 30 s). */
+  callTimeoutMs?: number;
 }
 
 export interface ReconcileReport {
   expired: number;
   reconciling: number;
+  cleanupsClaimed: number;
 }
 
 export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal): Promise<ReconcileReport> {
@@ -50,8 +57,20 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
       deps.logger.error({ err: error, environmentId: lease.environmentId }, 'could not start reconciliation');
     }
   }
-  if (expired + reconciling > 0) deps.logger.info({ expired, reconciling }, 'reconciler pass');
-  return { expired, reconciling };
+  let cleanupsClaimed = 0;
+  for (const item of await claimableCleanups(deps.db, now, limit)) {
+    if (signal?.aborted === true) break;
+    try {
+      const ttl = claimTtlMs(deps.callTimeoutMs);
+      if ((await claimCleanup(deps, item, now, ttl, { actor: deps.actor })) !== null) cleanupsClaimed++;
+    } catch (error) {
+      deps.logger.error({ err: error, cleanupId: item.cleanupId }, 'could not claim late-resource cleanup');
+    }
+  }
+  if (expired + reconciling + cleanupsClaimed > 0) {
+    deps.logger.info({ expired, reconciling, cleanupsClaimed }, 'reconciler pass');
+  }
+  return { expired, reconciling, cleanupsClaimed };
 }
 
 export function reconcilerTask(deps: ReconcilerDeps, everyMs: number): PeriodicTask {

@@ -9,11 +9,13 @@ import { commonProblems, environmentParams, json, problem } from '../schemas.ts'
 import {
   abandonBody,
   attemptSchema,
+  cleanupSchema,
   inspectSchema,
   leaseSchema,
   networkPolicyQuery,
   provisionBody,
   reconcileBody,
+  reconcileSchema,
   volumeBody,
   volumeSchema,
 } from '../sandbox-schemas.ts';
@@ -96,12 +98,24 @@ const routes = {
   reconcile: createRoute({
     method: 'post',
     path: `${env}/sandbox/reconcile`,
-    summary: 'Recover an interrupted operation through an exact listOwned',
+    summary:
+      'Recover an interrupted operation through an exact listOwned, and release at most one pending late resource',
     security,
     request: { params: environmentParams, body: body(reconcileBody) },
     responses: {
-      202: json(leaseSchema, 'Reconciliation started'),
-      200: json(leaseSchema, 'Nothing to reconcile: the lease as it stands'),
+      202: json(reconcileSchema, 'Reconciliation started'),
+      200: json(reconcileSchema, 'Nothing to reconcile: the lease as it stands (terminal: its result)'),
+      ...problems,
+    },
+  }),
+  cleanups: createRoute({
+    method: 'get',
+    path: `${env}/sandbox/v1/late-resource-cleanups`,
+    summary: 'Retained late-resource cleanup records with their exact attempt, claim and receipt state',
+    security,
+    request: { params: environmentParams },
+    responses: {
+      200: json(z.object({ cleanups: z.array(cleanupSchema) }), 'Cleanup records, oldest first'),
       ...problems,
     },
   }),
@@ -149,6 +163,8 @@ const attemptView = (a: AttemptRow) => ({
   resolution: a.resolution,
   error: a.error,
   receipt: a.kind === 'describe' ? describeReceiptView(a.receipt) : a.receipt,
+  lateResult: a.lateResult ?? null,
+  lateResultAt: iso(a.lateResultAt),
 });
 
 export function sandboxRoutes(service: SandboxService, workspaces: WorkspaceService): OpenAPIHono<AppEnv> {
@@ -194,13 +210,18 @@ export function sandboxRoutes(service: SandboxService, workspaces: WorkspaceServ
 
   app.openapi(routes.reconcile, async (c) => {
     const { operationId, resourceGeneration, providerFence } = c.req.valid('json');
-    const { started, lease } = await service.reconcile(c.var.principal, c.req.valid('param'), {
-      operationId,
-      resourceGeneration,
-      providerFence,
-    });
-    return started ? c.json(lease, 202) : c.json(lease, 200);
+    const { started, lease, lateResourceCleanup } = await service.reconcile(
+      c.var.principal,
+      c.req.valid('param'),
+      { operationId, resourceGeneration, providerFence },
+    );
+    const answer = { ...lease, lateResourceCleanup };
+    return started ? c.json(answer, 202) : c.json(answer, 200);
   });
+
+  app.openapi(routes.cleanups, async (c) =>
+    c.json({ cleanups: await service.cleanups(c.var.principal, c.req.valid('param')) }, 200),
+  );
 
   return app;
 }

@@ -52,6 +52,7 @@ const operations = [
     ['200', '404'],
     false,
   ],
+  ['get', `${environments}/{environmentId}/sandbox/v1/late-resource-cleanups`, ['200', '404'], false],
   ['post', `${environments}/{environmentId}/sandbox/abandon`, ['202', '404', '409'], true],
   ['post', `${environments}/{environmentId}/sandbox/reconcile`, ['202', '200', '404', '409'], true],
 ] as const;

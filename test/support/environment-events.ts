@@ -30,18 +30,20 @@ export type AttemptRef = Pick<ProviderEffect, 'attemptId' | 'kind' | 'operationI
   fences: LeaseFences & { fencingGeneration: number };
 };
 
+const workspace = {
+  volumeId: 'vol-1',
+  resourceGeneration: 1,
+  dataGeneration: 1,
+  mountPath: '/workspace',
+  readOnly: false,
+};
+
 export const provision = (operationId: string): EnvironmentEvent => ({
   type: 'sandbox.provision',
   operationId,
   idempotencyKey: `provision-${operationId}`,
   ownerHash: 'owner-hash-1',
-  workspace: {
-    volumeId: 'vol-1',
-    resourceGeneration: 1,
-    dataGeneration: 1,
-    mountPath: '/workspace',
-    readOnly: false,
-  },
+  workspace,
   networkPolicyGeneration: 1,
   providerIdentity: { provider: 'simulated' },
   providerOptions: {},
@@ -93,7 +95,8 @@ export function result(
 ): ProviderResultEvent {
   const { kind } = attempt;
   // A describe answers with sandbox.observed (actors/attempts.ts), never a provider.* result.
-  if (kind === 'describe') throw new Error('describe attempts have no provider.* result');
+  if (kind === 'describe' || kind === 'cleanup')
+    throw new Error(`${kind} attempts have no provider.* result`);
   const base = {
     attemptId: attempt.attemptId,
     kind,
@@ -122,3 +125,57 @@ export function result(
       return { type: 'provider.superseded', ...base };
   }
 }
+
+/** A resource of `operationId`'s lease that arrived after the lease was terminal. */
+export const lateResource = (
+  source: { operationId: string; lifecycleGeneration: number } & LeaseFences,
+): EnvironmentEvent => ({
+  type: 'cleanup.recorded',
+  cleanupId: `cleanup-${source.operationId}`,
+  foundBy: 'late-result',
+  sourceAttemptId: null,
+  source: {
+    ...source,
+    ownerHash: 'owner-hash-1',
+    providerOptions: {},
+    workspace,
+  },
+  resource: ownResource(source.operationId),
+});
+
+/** Instants the model's reconcilers use: a claim made at T0 expires at T1; T2 is after that. */
+export const T0 = '2026-01-01T00:00:00.000Z';
+export const T1 = '2026-01-01T00:00:30.000Z';
+export const T2 = '2026-01-01T00:01:00.000Z';
+
+export const claimCleanup = (cleanupId: string, claimToken: string, at = T0): EnvironmentEvent => ({
+  type: 'cleanup.claim',
+  cleanupId,
+  claimToken,
+  at,
+  expiresAt: at === T0 ? T1 : '2026-01-01T00:01:30.000Z',
+});
+
+export const cleanupReleased = (
+  cleanupId: string,
+  attemptId: string,
+  claimToken: string,
+): EnvironmentEvent => ({
+  type: 'cleanup.released',
+  cleanupId,
+  attemptId,
+  claimToken,
+  receipt: { outcome: 'KnownOwnedAbsent' },
+});
+
+export const cleanupFailed = (
+  cleanupId: string,
+  attemptId: string,
+  claimToken: string,
+): EnvironmentEvent => ({
+  type: 'cleanup.failed',
+  cleanupId,
+  attemptId,
+  claimToken,
+  error: { code: 'Timeout', message: 'cleanup unknown' },
+});

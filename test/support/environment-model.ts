@@ -7,7 +7,12 @@ import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { SandboxState } from '../../machines/environment-context.ts';
 import type { LeaseRecord, ProviderEffect } from '../../machines/environment-effects.ts';
 import {
+  T2,
   abandon,
+  claimCleanup,
+  cleanupFailed,
+  cleanupReleased,
+  lateResource,
   environmentInput,
   observed,
   describe,
@@ -122,6 +127,7 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     events.push(provision(`op-${counters.resourceGeneration + 1}`));
   }
   if (lease === null) return events;
+  events.push(...cleanupEvents(state));
   const fences = { resourceGeneration: lease.resourceGeneration, providerFence: lease.providerFence };
   const stale = staleFences(fences);
   events.push(
@@ -143,6 +149,36 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     // attempt id and a fencing generation other than the current one (the staleAttempt guard).
     const current = effect.fences.fencingGeneration === lease.currentFencingGeneration;
     if (bounds.tampered && current) events.push(...tamperedResults(effect));
+  }
+  return events;
+}
+
+/**
+ * The cleanup region's traffic: a late resource of a terminal lease; claims (fresh, and after the
+ * last claim expired, as a second reconciler would); the claimed attempt's results, and a result
+ * under a claim that is no longer current.
+ */
+function cleanupEvents(state: ModelState): EnvironmentEvent[] {
+  const { context } = state.snapshot;
+  const lease = context.sandbox.lease;
+  const events: EnvironmentEvent[] = [];
+  if (
+    lease !== null &&
+    (state.snapshot.value.sandbox === 'Released' || state.snapshot.value.sandbox === 'Failed')
+  ) {
+    const { operationId, lifecycleGeneration, resourceGeneration, providerFence } = lease;
+    events.push(lateResource({ operationId, lifecycleGeneration, resourceGeneration, providerFence }));
+  }
+  const token = `claim-${state.depth}`;
+  for (const [cleanupId, item] of Object.entries(context.cleanups)) {
+    events.push(claimCleanup(cleanupId, token), claimCleanup(cleanupId, token, T2));
+    if (item.attemptId !== null && item.claimToken !== null) {
+      events.push(
+        cleanupReleased(cleanupId, item.attemptId, item.claimToken),
+        cleanupFailed(cleanupId, item.attemptId, item.claimToken),
+        cleanupReleased(cleanupId, item.attemptId, 'claim-superseded'),
+      );
+    }
   }
   return events;
 }
@@ -184,6 +220,11 @@ export function serializeModel(state: ModelState): string {
       failed: lease.failure !== null,
     },
     attempts,
+    cleanups: Object.values(context.cleanups).map((item) => [
+      item.state,
+      item.authorizingFence?.providerFence === counters.providerFence &&
+        item.authorizingFence.lifecycleGeneration === context.lifecycleGeneration,
+    ]),
     latestSettled:
       openedAttemptId !== null && !(openedAttemptId in unresolved) && openedAttemptId !== reconcileId,
   });

@@ -43,7 +43,7 @@ function staleFence({ snapshot, issued }: ModelState, event: EnvironmentEvent): 
   if (event.type === 'environment.release') {
     return event.expectedLifecycleGeneration === lifecycleGeneration ? null : 'another lifecycle generation';
   }
-  if (event.type === 'sandbox.provision') return null;
+  if (event.type === 'sandbox.provision' || !('resourceGeneration' in event)) return null;
   const lease = sandbox.lease;
   if (lease === null) return 'no lease';
   if (event.resourceGeneration !== lease.resourceGeneration || event.providerFence !== lease.providerFence) {
@@ -72,8 +72,27 @@ const invariants: [string, (edge: Edge) => string | null][] = [
   [
     '(b) every provider effect is an attempt opened under the current fences',
     ({ from, to }) => {
-      const { lease, unresolved } = to.snapshot.context.sandbox;
+      const { lease, unresolved, counters } = to.snapshot.context.sandbox;
       for (const { params: effect } of (to.last?.actions ?? []).filter(isEffect)) {
+        // A cleanup release: under its claimed item's source fences, authorized by the current fence.
+        if (effect.kind === 'cleanup') {
+          const entry = Object.values(to.snapshot.context.cleanups).find(
+            (i) => i.attemptId === effect.attemptId,
+          );
+          if (entry?.state !== 'Claimed') return `cleanup effect ${effect.attemptId} has no claimed item`;
+          const { source } = entry;
+          const fences = {
+            lifecycleGeneration: source.lifecycleGeneration,
+            resourceGeneration: source.resourceGeneration,
+            providerFence: source.providerFence,
+            fencingGeneration: counters.providerFence,
+          };
+          if (!isDeepStrictEqual(effect.fences, fences) || effect.operationId !== source.operationId) {
+            return `cleanup effect ${JSON.stringify(effect.fences)} is not under ${JSON.stringify(fences)}`;
+          }
+          if (effect.attemptId in from.issued) return `attempt id ${effect.attemptId} reused`;
+          continue;
+        }
         if (lease === null) return `effect ${effect.attemptId} without a lease`;
         const fences = {
           lifecycleGeneration: lease.lifecycleGeneration,
@@ -145,6 +164,51 @@ const invariants: [string, (edge: Edge) => string | null][] = [
         isDeepStrictEqual(from.snapshot.value, to.snapshot.value) &&
         isDeepStrictEqual(from.snapshot.context.release, to.snapshot.context.release);
       return unchanged ? null : `accepted with unresolved attempts: ${JSON.stringify(to.snapshot.value)}`;
+    },
+  ],
+  [
+    '(h) lifecycle becomes Released only with no open late-resource cleanup (one may arrive later)',
+    ({ from, to }) => {
+      if (to.snapshot.value.lifecycle !== 'Released' || from.snapshot.value.lifecycle === 'Released')
+        return null;
+      const open = Object.keys(to.snapshot.context.cleanups);
+      return open.length === 0 ? null : `Released with open cleanup ${open.join(', ')}`;
+    },
+  ],
+  [
+    '(i) environment.release is not accepted while a late-resource cleanup is open',
+    ({ from, event, to }) => {
+      if (event.type !== 'environment.release' || Object.keys(from.snapshot.context.cleanups).length === 0)
+        return null;
+      return isDeepStrictEqual(from.snapshot.value, to.snapshot.value) ? null : 'accepted with open cleanup';
+    },
+  ],
+  [
+    '(j) a cleanup claimed and unexpired is not claimed again; a result under an old claim changes nothing',
+    ({ from, event, to }) => {
+      if (!('cleanupId' in event) || event.type === 'cleanup.recorded') return null;
+      const item = from.snapshot.context.cleanups[event.cleanupId];
+      const unchanged = isDeepStrictEqual(from.snapshot.context.cleanups, to.snapshot.context.cleanups);
+      if (event.type === 'cleanup.claim') {
+        const held =
+          item?.state === 'Claimed' && item.claimExpiresAt !== null && event.at < item.claimExpiresAt;
+        return held && !unchanged ? `claimed again before ${item.claimExpiresAt}` : null;
+      }
+      const stale = item?.claimToken !== event.claimToken;
+      return stale && !unchanged ? `a result under claim ${event.claimToken} was accepted` : null;
+    },
+  ],
+  [
+    '(g) an empty listOwned settles no unresolved attempt',
+    ({ from, event, to }) => {
+      if (event.type !== 'provider.succeeded' || event.kind !== 'listOwned') return null;
+      if ((event.resources ?? []).length > 0) return null;
+      const settled = Object.keys(from.snapshot.context.sandbox.unresolved).filter(
+        (id) => !(id in to.snapshot.context.sandbox.unresolved),
+      );
+      const recorded = (to.last?.actions ?? []).some((a) => a.type === 'record.attemptsResolved');
+      if (settled.length === 0 && !recorded) return null;
+      return `an empty list settled ${settled.join(', ') || 'attempts (record.attemptsResolved)'}`;
     },
   ],
 ];

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { SandboxState } from '../../machines/environment-context.ts';
 import type { LifecycleState } from '../../machines/environment-context.ts';
 import { ownResource, provision, release } from '../support/environment-events.ts';
+import { step } from '../support/environment-model.ts';
 import {
   abandonLease,
   answer,
@@ -238,7 +239,7 @@ const scenarios: Scenario[] = [
     effects: ['provision g1', 'release g1'],
   },
   {
-    name: 'a failed release needs reconciliation; a listOwned that no longer finds the pod completes it',
+    name: 'a failed release needs reconciliation; an empty listOwned releases again, and that receipt completes it',
     steps: [
       provision('op-1'),
       answer('provision', 'succeeded'),
@@ -246,11 +247,41 @@ const scenarios: Scenario[] = [
       answer('release', 'failed'),
       reconcileLease,
       answer('listOwned', 'succeeded', { resources: [] }),
+      answer('release', 'succeeded'),
     ],
     lifecycle: 'Released',
     sandbox: 'Released',
     leases: { 1: 'Released' },
-    effects: ['provision g1', 'release g1', 'listOwned g1'],
+    effects: ['provision g1', 'release g1', 'listOwned g1', 'release g1'],
+  },
+  {
+    name: 'an Unknown release is not settled by an empty listOwned: release stays blocked until a receipt',
+    steps: [
+      provision('op-1'),
+      answer('provision', 'succeeded'),
+      release(1),
+      answer('release', 'unknown'),
+      reconcileLease,
+      answer('listOwned', 'succeeded', { resources: [] }),
+    ],
+    lifecycle: 'Releasing',
+    sandbox: 'Releasing',
+    leases: { 1: 'Releasing' },
+    effects: ['provision g1', 'release g1', 'listOwned g1', 'release g1'],
+  },
+  {
+    name: 'an abandoned Unknown provision is settled by the fenced release receipt, not by waiting',
+    steps: [
+      provision('op-1'),
+      answer('provision', 'unknown'),
+      abandonLease,
+      answer('release', 'succeeded'),
+      release(1),
+    ],
+    lifecycle: 'Released',
+    sandbox: 'Released',
+    leases: { 1: 'Released' },
+    effects: ['provision g1', 'release g1 f2'],
   },
   {
     name: 'a timed-out release whose pod is still listed is retried',
@@ -273,7 +304,7 @@ const scenarios: Scenario[] = [
 describe('Environment scenarios', () => {
   it.each(scenarios)('$name', ({ steps, lifecycle, sandbox, leases, effects }) => {
     const run = play(steps);
-    expect(run.snapshot.value).toEqual({ lifecycle, sandbox });
+    expect(run.snapshot.value).toEqual({ lifecycle, sandbox, cleanup: 'Clean' });
     expect(run.leaseRows).toEqual(leases);
     expect(run.effects.map(effectLabel)).toEqual(effects);
   });
@@ -290,11 +321,29 @@ describe('Environment scenarios', () => {
       ['op-1', 'op-1.listOwned.2'],
       ['op-1', 'op-1.provision.3'],
     ]);
-    expect(run.last?.actions.find((a) => a.type === 'record.attemptsResolved')?.params).toEqual([
+    // The empty list settles nothing: the Unknown attempt still blocks release.
+    expect(run.last?.actions.some((a) => a.type === 'record.attemptsResolved')).toBe(false);
+    expect(Object.keys(run.snapshot.context.sandbox.unresolved).sort()).toEqual([
+      'op-1.provision.1',
+      'op-1.provision.3',
+    ]);
+    expect(step(run, release(1)).snapshot).toBe(run.snapshot);
+    // The retry's result is the one deterministic resource: evidence for the earlier attempt too.
+    const done = play([
+      provision('op-1'),
+      answer('provision', 'unknown'),
+      reconcileLease,
+      answer('listOwned', 'succeeded', { resources: [] }),
+      answer('provision', 'succeeded'),
+    ]);
+    expect(done.snapshot.value).toEqual({ lifecycle: 'Registered', sandbox: 'Active', cleanup: 'Clean' });
+    expect(done.snapshot.context.sandbox.unresolved).toEqual({});
+    expect(done.last?.actions.find((a) => a.type === 'record.attemptsResolved')?.params).toEqual([
       {
         attemptId: 'op-1.provision.1',
-        state: 'Superseded',
-        resolution: 'not found by exact listOwned; provision retried under the same operation',
+        state: 'Succeeded',
+        resolution:
+          'the same deterministic resource was created or adopted by a retry under the same operation',
       },
     ]);
   });

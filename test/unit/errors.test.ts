@@ -149,7 +149,18 @@ const cases: readonly [string, () => Error, Expected][] = [
       status: 409,
       code: 'release-blocked',
       detail: 'release waits for 1 unresolved provider attempt(s); reconcile them first',
-      extensions: { unresolvedAttempts: ['att_1'] },
+      extensions: { unresolvedAttempts: ['att_1'], pendingCleanups: [] },
+    },
+  ],
+  [
+    'ReleaseBlockedError',
+    () => new actorErrors.ReleaseBlockedError([], ['cleanup_1']),
+    {
+      status: 409,
+      code: 'release-blocked',
+      detail:
+        'release waits for 0 unresolved provider attempt(s) and 1 late-resource cleanup(s); reconcile them first',
+      extensions: { unresolvedAttempts: [], pendingCleanups: ['cleanup_1'] },
     },
   ],
   [

@@ -1,0 +1,346 @@
+// Late resources: a valid provider resource of ours that no current lease owns gets a cleanup
+// record (the terminal lease is never changed for it), blocks Environment release, and leaves
+// through its own claim and release attempt. Claims are exclusive and expire; a receipt under a
+// claim that is no longer current is recorded on its attempt and changes nothing else.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beginAttempt, completeAttempt } from '../../actors/attempts.ts';
+import { claimTtlMs } from '../../actors/cleanups.ts';
+import { createLogger } from '../../lib/logger.ts';
+import type { OwnerBinding } from '../../providers/provider.ts';
+import { readAttemptsOfOperation } from '../../store/attempts.ts';
+import { readCleanupsOf } from '../../store/cleanups.ts';
+import { readVolume } from '../../store/workspaces.ts';
+import { runAttempt, summaryOf } from '../../workers/effect-processor.ts';
+import { runnerDeps, type WorkerHost } from '../../workers/host.ts';
+import { reconcileOnce } from '../../workers/reconciler.ts';
+import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { buildHarness, type Harness } from '../support/harness.ts';
+import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
+import {
+  countingProvider,
+  environmentRows,
+  eventually,
+  mutableRows,
+  problemOf,
+  startWorkersWith,
+} from '../support/sandbox-scenarios.ts';
+
+const CALL_TIMEOUT_MS = 2_000;
+const logger = createLogger({ level: 'silent' });
+
+interface CleanupBody {
+  cleanupId: string;
+  state: string;
+  foundBy: string;
+  resourceId: string;
+  source: {
+    operationId: string;
+    attemptId: string | null;
+    resourceGeneration: number;
+    providerFence: number;
+  };
+  claim: { attemptId: string | null } | null;
+  attempt: { attemptId: string; state: string } | null;
+  receipt: Record<string, unknown> | null;
+}
+
+describe('late resources', () => {
+  let pg: IsolatedPostgres;
+  let h: Harness;
+  let s: Scenario;
+  let workers: WorkerHost | undefined;
+
+  beforeEach(async () => {
+    pg = await isolatedPostgres();
+    // Workers run only while a test means them to: a test drives claims and attempts itself.
+    h = await buildHarness(pg.open(), { workers: false });
+    s = await setupScenario(h);
+  });
+  afterEach(async () => {
+    await workers?.close();
+    workers = undefined;
+    await h.close();
+    await pg.drop();
+  });
+
+  const deps = () => ({
+    ...runnerDeps({ db: h.db, runtime: h.runtime, provider: h.provider, logger }, CALL_TIMEOUT_MS),
+    logger,
+  });
+
+  const cleanups = async () => {
+    const res = await h.request('GET', `${s.base}/sandbox/v1/late-resource-cleanups`, { token: s.token });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    return (await json<{ cleanups: CleanupBody[] }>(res)).cleanups;
+  };
+
+  /** Provision to Active, then abandon to Released: the lease is terminal. Returns its provision attempt. */
+  async function terminalLease() {
+    const setup = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 600_000,
+    });
+    try {
+      return await provisionAndAbandon();
+    } finally {
+      await setup.close();
+    }
+  }
+
+  async function provisionAndAbandon() {
+    const provisioned = await json<{
+      operationId: string;
+      resourceGeneration: number;
+      providerFence: number;
+    }>(await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }));
+    await waitForLease(h, s, (l) => l['state'] === 'Active');
+    const abandoned = await h.request('POST', `${s.base}/sandbox/abandon`, {
+      token: s.token,
+      body: { resourceGeneration: 1, providerFence: 1, idempotencyKey: 'abandon-1' },
+    });
+    expect(abandoned.status).toBe(202);
+    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    const attempts = await readAttemptsOfOperation(h.db, provisioned.operationId);
+    const provision = attempts.find((a) => a.kind === 'provision');
+    if (provision === undefined) throw new Error('no provision attempt');
+    return { operationId: provisioned.operationId, provision };
+  }
+
+  /** A terminal lease whose provision's worker answers late with a resource the lease does not hold. */
+  async function recordedLateResource() {
+    const { operationId, provision } = await terminalLease();
+    const late = await landLateCreate(operationId, await ownerOfLease(operationId));
+    await completeAttempt({ ...deps(), actor: 'worker:late' }, provision.attemptId, {
+      state: 'Succeeded',
+      resource: summaryOf(late),
+    });
+    return { operationId, provision, late };
+  }
+
+  /** A resource of the lease's owner and fence that lands after the lease is terminal. */
+  async function landLateCreate(operationId: string, attemptOwner: OwnerBinding) {
+    const late = await h.provider.provision(
+      {
+        owner: { ...attemptOwner, operationId: `${operationId}.late` },
+        workspace: provisionBody(s).workspace,
+        networkPolicyGeneration: 1,
+        options: h.provider.optionsSnapshot(),
+      },
+      { signal: AbortSignal.timeout(5_000), deadline: new Date(Date.now() + 5_000) },
+    );
+    return late;
+  }
+
+  async function ownerOfLease(operationId: string): Promise<OwnerBinding> {
+    const { rows } = await h.db.query<{ ownerHash: string }>(
+      `SELECT request->>'ownerHash' AS "ownerHash" FROM provider_attempts WHERE operation_id = $1 LIMIT 1`,
+      [operationId],
+    );
+    return {
+      tenantId: 'acme',
+      projectId: 'checkout',
+      runId: 'run-1',
+      environmentId: s.environmentId,
+      ownerHash: rows[0]?.ownerHash ?? '',
+      lifecycleGeneration: 1,
+      resourceGeneration: 1,
+      providerFence: 1,
+      operationId,
+    };
+  }
+
+  it('records a result that lands after its lease is terminal, blocks Environment release, then releases it', async () => {
+    const { operationId, provision } = await terminalLease();
+    const late = await landLateCreate(operationId, await ownerOfLease(operationId));
+    const leaseBefore = (await environmentRows(h.db, s.environmentId)).leases;
+
+    // The provision's worker answers late with a resource the terminal lease does not hold.
+    await completeAttempt({ ...deps(), actor: 'worker:late' }, provision.attemptId, {
+      state: 'Succeeded',
+      resource: summaryOf(late),
+    });
+    const [record] = await cleanups();
+    expect(record).toMatchObject({
+      state: 'Pending',
+      foundBy: 'late-result',
+      resourceId: late.resourceId,
+      // The release's identity is the binding stamped on the resource (its own operation).
+      source: {
+        operationId: `${operationId}.late`,
+        attemptId: provision.attemptId,
+        resourceGeneration: 1,
+        providerFence: 1,
+      },
+      claim: null,
+      receipt: null,
+    });
+    // The result is kept on its attempt; the terminal lease row is unchanged.
+    const attempt = (await readAttemptsOfOperation(h.db, operationId)).find(
+      (a) => a.attemptId === provision.attemptId,
+    );
+    expect(attempt).toMatchObject({ state: 'Succeeded', lateResult: { state: 'Succeeded' } });
+    expect((await environmentRows(h.db, s.environmentId)).leases).toEqual(leaseBefore);
+    // The Workspace stays attached to the source lease while its late resource lives.
+    expect(await readVolume(h.db, s.volume.volumeId)).toMatchObject({ state: 'Attached', attachedLease: 1 });
+
+    // Environment release is refused while the cleanup is pending, and changes nothing.
+    const rowsBefore = mutableRows(await environmentRows(h.db, s.environmentId));
+    const blocked = await h.request('POST', `${s.base}/release`, {
+      token: s.token,
+      body: { expectedLifecycleGeneration: 1, idempotencyKey: 'release-env' },
+    });
+    expect(blocked.status).toBe(409);
+    const problem = await problemOf(blocked);
+    expect(problem).toMatchObject({ pendingCleanups: [record?.cleanupId] });
+    expect(mutableRows(await environmentRows(h.db, s.environmentId))).toEqual(rowsBefore);
+
+    // The reconciler claims it; a worker releases it under the saved source binding.
+    const counting = countingProvider(h.provider);
+    workers = await startWorkersWith(h, counting, { callTimeoutMs: CALL_TIMEOUT_MS });
+    const released = await eventually('the cleanup to be released', async () => {
+      const [c] = await cleanups();
+      return c?.state === 'Released' ? c : undefined;
+    });
+    expect(released).toMatchObject({
+      attempt: { state: 'Succeeded' },
+      receipt: { outcome: 'KnownOwnedAbsent', resourceId: late.resourceId },
+    });
+    expect(counting.calls.release).toBe(1);
+    expect(await h.provider.countResources({ operationId: `${operationId}.late` })).toBe(0);
+    expect(await readVolume(h.db, s.volume.volumeId)).toMatchObject({ state: 'Available' });
+
+    const done = await h.request('POST', `${s.base}/release`, {
+      token: s.token,
+      body: { expectedLifecycleGeneration: 1, idempotencyKey: 'release-env' },
+    });
+    expect(done.status).toBe(200);
+    expect(await json(done)).toMatchObject({ state: 'Released' });
+  });
+
+  it('a duplicate of a recorded late result records nothing more', async () => {
+    const { operationId, provision } = await terminalLease();
+    const late = await landLateCreate(operationId, await ownerOfLease(operationId));
+    const outcome = { state: 'Succeeded' as const, resource: summaryOf(late) };
+    await completeAttempt({ ...deps(), actor: 'worker:late' }, provision.attemptId, outcome);
+    await completeAttempt({ ...deps(), actor: 'worker:late' }, provision.attemptId, outcome);
+    expect(await cleanups()).toHaveLength(1);
+  });
+
+  it('two reconcilers racing on one late resource make exactly one claim and one provider release', async () => {
+    const { operationId } = await recordedLateResource();
+    const [a, b] = await Promise.all([
+      reconcileOnce({ ...deps(), actor: 'reconciler:a' }),
+      reconcileOnce({ ...deps(), actor: 'reconciler:b' }),
+    ]);
+    expect(a.cleanupsClaimed + b.cleanupsClaimed).toBe(1);
+    const [claimed] = await readCleanupsOf(h.db, s.environmentId);
+    expect(claimed?.state).toBe('Claimed');
+    const cleanupAttempts = (await readAttemptsOfOperation(h.db, `${operationId}.late`)).filter(
+      (x) => x.kind === 'cleanup',
+    );
+    expect(cleanupAttempts.map((x) => x.attemptId)).toEqual([claimed?.releaseAttemptId]);
+
+    const counting = countingProvider(h.provider);
+    const runner = { ...deps(), provider: counting, actor: 'worker:test' };
+    // Both workers get the one attempt (a queue may deliver it twice): one call only.
+    await Promise.all([
+      runAttempt(runner, claimed?.releaseAttemptId ?? '', AbortSignal.timeout(5_000)),
+      runAttempt(runner, claimed?.releaseAttemptId ?? '', AbortSignal.timeout(5_000)),
+    ]);
+    expect(counting.calls.release).toBe(1);
+    expect((await readCleanupsOf(h.db, s.environmentId))[0]?.state).toBe('Released');
+    expect(await h.provider.countResources({ operationId: `${operationId}.late` })).toBe(0);
+  });
+
+  it("refuses the receipt of an expired claim once a newer claim holds the item; the newer one's is saved", async () => {
+    const { operationId, late } = await recordedLateResource();
+    const t0 = new Date();
+    await reconcileOnce({ ...deps(), actor: 'reconciler:a', now: () => t0 });
+    const first = (await readCleanupsOf(h.db, s.environmentId))[0];
+    const slow = first?.releaseAttemptId ?? '';
+    // The first claim's worker dispatches and then goes quiet past the claim's expiry.
+    const begun = await beginAttempt({ ...deps(), actor: 'worker:slow' }, slow, 60_000);
+    expect(begun.dispatch).toBe(true);
+
+    const later = new Date(t0.getTime() + claimTtlMs(CALL_TIMEOUT_MS) + 1);
+    const second = await reconcileOnce({ ...deps(), actor: 'reconciler:b', now: () => later });
+    expect(second.cleanupsClaimed).toBe(1);
+    const reclaimed = (await readCleanupsOf(h.db, s.environmentId))[0];
+    expect(reclaimed?.releaseAttemptId).not.toBe(slow);
+
+    // The slow worker's receipt arrives now: recorded on its attempt, refused for the item.
+    await completeAttempt({ ...deps(), actor: 'worker:slow' }, slow, {
+      state: 'Succeeded',
+      receipt: { outcome: 'KnownOwnedAbsent', resourceId: late.resourceId, idempotencyKey: 'slow' },
+    });
+    const afterSlow = (await readCleanupsOf(h.db, s.environmentId))[0];
+    expect(afterSlow).toMatchObject({
+      state: 'Claimed',
+      receipt: null,
+      releaseAttemptId: reclaimed?.releaseAttemptId,
+    });
+    const slowRow = (await readAttemptsOfOperation(h.db, `${operationId}.late`)).find(
+      (x) => x.attemptId === slow,
+    );
+    expect(slowRow?.state).toBe('Succeeded');
+
+    // The current claim's release goes through and its receipt is the one saved.
+    await runAttempt(
+      { ...deps(), actor: 'worker:b' },
+      reclaimed?.releaseAttemptId ?? '',
+      AbortSignal.timeout(5_000),
+    );
+    expect((await readCleanupsOf(h.db, s.environmentId))[0]).toMatchObject({
+      state: 'Released',
+      receipt: { outcome: 'KnownOwnedAbsent', resourceId: late.resourceId },
+    });
+  });
+
+  it('a failed cleanup release stays visible and leaves the item available for the next claim', async () => {
+    await recordedLateResource();
+    await reconcileOnce({ ...deps(), actor: 'reconciler' });
+    const claimed = (await readCleanupsOf(h.db, s.environmentId))[0];
+    h.provider.injectFault('release', 'server-error');
+    await runAttempt(
+      { ...deps(), actor: 'worker' },
+      claimed?.releaseAttemptId ?? '',
+      AbortSignal.timeout(5_000),
+    );
+    const [failed] = await cleanups();
+    expect(failed).toMatchObject({ state: 'Pending', attempt: { state: 'Unknown' } });
+    expect((await readCleanupsOf(h.db, s.environmentId))[0]?.lastError).toMatchObject({
+      code: 'server-error',
+    });
+
+    await reconcileOnce({ ...deps(), actor: 'reconciler' });
+    const retry = (await readCleanupsOf(h.db, s.environmentId))[0];
+    expect(retry?.releaseAttemptId).not.toBe(claimed?.releaseAttemptId);
+    await runAttempt(
+      { ...deps(), actor: 'worker' },
+      retry?.releaseAttemptId ?? '',
+      AbortSignal.timeout(5_000),
+    );
+    expect((await cleanups())[0]).toMatchObject({ state: 'Released' });
+  });
+
+  it('the reconcile route claims and releases one late resource and answers the terminal lease', async () => {
+    const { operationId, late } = await recordedLateResource();
+    const res = await h.request('POST', `${s.base}/sandbox/reconcile`, {
+      token: s.token,
+      body: { operationId, resourceGeneration: 1, providerFence: 1 },
+    });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toMatchObject({
+      operationId,
+      state: 'Released',
+      current: false,
+      lateResourceCleanup: {
+        state: 'Released',
+        resourceId: late.resourceId,
+        attempt: { state: 'Succeeded' },
+      },
+    });
+    expect(await h.provider.countResources({ operationId: `${operationId}.late` })).toBe(0);
+  });
+});
