@@ -8,7 +8,7 @@
 //             for an attempt already settled by other evidence, or whose lease is terminal, is
 //             still recorded; a resource it created that no current lease owns gets a cleanup record.
 //   expire:   a Dispatched attempt past its deadline becomes Unknown (the reconciler's move).
-import type { EnvironmentEvent, ResourceSummary } from '../machines/environment-events.ts';
+import type { EnvironmentEvent, LateResource, ResourceSummary } from '../machines/environment-events.ts';
 import { isCurrentLeaseState } from '../machines/environment-context.ts';
 import { attemptRequestSchema, type EffectKind } from '../machines/environment-effects.ts';
 import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
@@ -27,7 +27,7 @@ import { acknowledgeAttemptOutbox } from '../store/outbox-relay-queries.ts';
 import type { ActorRuntime } from './runtime.ts';
 
 /** The lease state an attempt kind may run in: the state is the gate. */
-const gateState: Record<Exclude<EffectKind, 'cleanup'>, string> = {
+const gateState: Record<Exclude<EffectKind, 'cleanup' | 'sweep'>, string> = {
   provision: 'Provisioning',
   release: 'Releasing',
   listOwned: 'ReconciliationRequired',
@@ -44,6 +44,12 @@ export type Observation =
   | { present: false };
 type Finished = 'PodSucceeded' | 'PodFailed';
 
+/** A resource an owner listing found, with the fences stamped on it. */
+export interface OwnedResource {
+  resource: ResourceSummary;
+  owner: { lifecycleGeneration: number; resourceGeneration: number; providerFence: number };
+}
+
 export type AttemptOutcome =
   | {
       state: 'Succeeded';
@@ -51,6 +57,7 @@ export type AttemptOutcome =
       receipt?: Record<string, unknown>;
       resources?: ResourceSummary[];
       observation?: Observation;
+      found?: OwnedResource[];
     }
   | { state: 'Failed' | 'Unknown'; error: { code: string; message: string } };
 
@@ -75,6 +82,7 @@ function stillCurrent(attempt: AttemptRow, lease: LeaseRow | null): lease is Lea
   return (
     lease !== null &&
     attempt.kind !== 'cleanup' &&
+    attempt.kind !== 'sweep' &&
     lease.resourceGeneration === attempt.resourceGeneration &&
     lease.providerFence === attempt.providerFence &&
     lease.currentFencingGeneration === attempt.fencingGeneration &&
@@ -118,6 +126,7 @@ export function beginAttempt(
       if (attempt.state !== 'Pending')
         return { event: null, value: { dispatch: false, reason: 'not-pending' } };
       if (attempt.kind === 'cleanup') return beginCleanup(tx, attempt, callTimeoutMs);
+      if (attempt.kind === 'sweep') return beginSweep(tx, attempt, callTimeoutMs);
       const lease = await readCurrentLease(tx, attempt.environmentId);
       if (!stillCurrent(attempt, lease)) {
         await resolveAttempt(tx, attemptId, {
@@ -174,33 +183,44 @@ async function beginCleanup(tx: Queryable, attempt: AttemptRow, callTimeoutMs: n
   return { event: null, value: { dispatch: true, attempt, deadline } as const };
 }
 
+/** A sweep lists what a terminal lease's owner still owns: only while that lease is terminal. */
+async function beginSweep(tx: Queryable, attempt: AttemptRow, callTimeoutMs: number) {
+  const lease = await readLeaseByOperation(tx, attempt.operationId);
+  if (lease === null || isCurrentLeaseState(lease.state)) {
+    await resolveAttempt(tx, attempt.attemptId, {
+      state: 'Superseded',
+      resolution: 'the lease is current again; its own reconciliation lists what it owns',
+    });
+    return { event: null, value: { dispatch: false, reason: 'superseded' } as const };
+  }
+  const deadline = new Date(Date.now() + callTimeoutMs);
+  await markDispatched(tx, attempt.attemptId, deadline);
+  return { event: null, value: { dispatch: true, attempt, deadline } as const };
+}
+
 /** Stable per (Environment, source operation, resource): a duplicate finds the record it made. */
 export const cleanupIdOf = (environmentId: string, operationId: string, resourceId: string) =>
   `cleanup_${sha256Hex(canonicalJson({ environmentId, operationId, resourceId })).slice(0, 32)}`;
 
-/**
- * The cleanup record for a resource this attempt created that no current lease owns, unless it is
- * recorded already (a matching duplicate stays idempotent).
- */
-async function lateResourceEvent(
+/** A resource of ours found by `attempt`, with the binding stamped on it, as a cleanup item. */
+async function lateItem(
   tx: Queryable,
   attempt: AttemptRow,
   resource: ResourceSummary,
-): Promise<EnvironmentEvent | null> {
+  owner: { lifecycleGeneration: number; resourceGeneration: number; providerFence: number },
+): Promise<LateResource | null> {
   // The binding stamped on the resource is its identity for the release: its own operation.
   const cleanupId = cleanupIdOf(attempt.environmentId, resource.operationId, resource.resourceId);
+  // A matching duplicate stays idempotent: the record (even a released one) is found by its ID.
   if ((await readCleanup(tx, cleanupId)) !== null) return null;
   const request = attemptRequestSchema.parse(attempt.request);
   return {
-    type: 'cleanup.recorded',
     cleanupId,
-    foundBy: 'late-result',
-    sourceAttemptId: attempt.attemptId,
     source: {
       operationId: resource.operationId,
-      lifecycleGeneration: attempt.lifecycleGeneration,
-      resourceGeneration: attempt.resourceGeneration,
-      providerFence: attempt.providerFence,
+      lifecycleGeneration: owner.lifecycleGeneration,
+      resourceGeneration: owner.resourceGeneration,
+      providerFence: owner.providerFence,
       ownerHash: request.ownerHash,
       providerOptions: request.providerOptions,
       workspace: request.workspace,
@@ -209,11 +229,27 @@ async function lateResourceEvent(
   };
 }
 
+function recorded(
+  foundBy: 'late-result' | 'owner-listing',
+  attempt: AttemptRow,
+  items: (LateResource | null)[],
+): EnvironmentEvent | null {
+  const found = items.filter((i): i is LateResource => i !== null);
+  if (found.length === 0) return null;
+  return { type: 'cleanup.recorded', foundBy, sourceAttemptId: attempt.attemptId, items: found };
+}
+
 const resultOf = (outcome: AttemptOutcome): unknown =>
   outcome.state === 'Succeeded'
     ? {
         state: outcome.state,
-        result: outcome.receipt ?? outcome.resource ?? outcome.resources ?? outcome.observation ?? null,
+        result:
+          outcome.receipt ??
+          outcome.resource ??
+          outcome.resources ??
+          outcome.observation ??
+          outcome.found ??
+          null,
       }
     : outcome;
 
@@ -248,7 +284,36 @@ async function lateResult(
     lease !== null &&
     isCurrentLeaseState(lease.state) &&
     lease.resource?.resourceId === outcome.resource.resourceId;
-  return held ? null : lateResourceEvent(tx, attempt, outcome.resource);
+  if (held) return null;
+  return recorded('late-result', attempt, [await lateItem(tx, attempt, outcome.resource, attempt)]);
+}
+
+/**
+ * A sweep's result: every listed resource that no current lease holds (or will adopt: its own
+ * operation's lease is current) and that has no cleanup record becomes one.
+ */
+async function completeSweep(
+  tx: Queryable,
+  attempt: AttemptRow,
+  outcome: AttemptOutcome,
+): Promise<EnvironmentEvent | null> {
+  if (attempt.state !== 'Dispatched' && attempt.state !== 'Unknown') {
+    await recordLateResult(tx, attempt.attemptId, resultOf(outcome));
+    return null;
+  }
+  if (outcome.state !== 'Succeeded') {
+    await resolveAttempt(tx, attempt.attemptId, { state: outcome.state, error: outcome.error });
+    return null;
+  }
+  const found = outcome.found ?? [];
+  await resolveAttempt(tx, attempt.attemptId, { state: 'Succeeded', receipt: { found } });
+  const items = [];
+  for (const { resource, owner } of found) {
+    const lease = await readLeaseByOperation(tx, resource.operationId);
+    if (lease?.environmentId === attempt.environmentId && isCurrentLeaseState(lease.state)) continue;
+    items.push(await lateItem(tx, attempt, resource, owner));
+  }
+  return recorded('owner-listing', attempt, items);
 }
 
 /** Records the exact outcome and delivers it to the machine in the same transaction. */
@@ -260,6 +325,7 @@ export function completeAttempt(
   return onAttempt(deps, attemptId, false, async (tx, attempt) => {
     if (attempt.kind === 'cleanup')
       return { event: await completeCleanup(tx, attempt, outcome), value: true };
+    if (attempt.kind === 'sweep') return { event: await completeSweep(tx, attempt, outcome), value: true };
     const settled = attempt.state !== 'Dispatched' && attempt.state !== 'Unknown';
     // A describe settled elsewhere has nothing left to tell.
     if (settled && attempt.kind === 'describe') return { event: null, value: false };
@@ -352,7 +418,8 @@ export function expireAttempt(deps: AttemptDeps, attemptId: string, now: Date): 
       message: 'no result before the attempt deadline; outcome unknown',
     };
     await resolveAttempt(tx, attemptId, { state: 'Unknown', error });
-    if (attempt.kind === 'describe') return { event: null, value: true };
+    // Read-only calls block nothing: the next describe or sweep asks again.
+    if (attempt.kind === 'describe' || attempt.kind === 'sweep') return { event: null, value: true };
     // An unknown cleanup release frees its item for the next claim (the release is idempotent).
     if (attempt.kind === 'cleanup') {
       return { event: { type: 'cleanup.failed', ...cleanupEvent(attempt), error }, value: true };

@@ -10,6 +10,7 @@ import {
   cleanupFailedRecordSchema,
   cleanupRecordSchema,
   cleanupReleasedRecordSchema,
+  sweepOpenedRecordSchema,
   leaseRecordSchema,
   leaseReservationSchema,
   providerEffectSchema,
@@ -22,7 +23,13 @@ import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import { insertAttempt, resolveAttempt } from '../store/attempts.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
-import { insertLease, markLeaseObserved, readLeaseWorkspace, updateLease } from '../store/leases.ts';
+import {
+  insertLease,
+  markLeaseObserved,
+  markSweepOpened,
+  readLeaseWorkspace,
+  updateLease,
+} from '../store/leases.ts';
 import {
   insertCleanup,
   markCleanupClaimed,
@@ -68,6 +75,7 @@ export async function applyEnvironmentActions(
       case 'record.cleanupClaimed':
       case 'record.cleanupReleased':
       case 'record.cleanupFailed':
+      case 'record.sweepOpened':
         cleanups.push(action);
         break;
       default:
@@ -92,16 +100,21 @@ export async function applyEnvironmentActions(
 async function recordCleanup(tx: Queryable, row: EnvironmentRow, action: DeclaredAction) {
   const revision = row.revision;
   switch (action.type) {
-    case 'record.cleanup': {
-      const c = cleanupRecordSchema.parse(action.params);
-      await insertCleanup(tx, { ...c, environmentId: row.environmentId, revision });
-      if (c.holdWorkspace) {
-        await holdVolume(tx, {
-          volumeId: c.source.workspace.volumeId,
-          environmentId: row.environmentId,
-          lease: c.source.resourceGeneration,
-        });
+    case 'record.cleanup':
+      for (const c of cleanupRecordSchema.array().parse(action.params)) {
+        await insertCleanup(tx, { ...c, environmentId: row.environmentId, revision });
+        if (c.holdWorkspace) {
+          await holdVolume(tx, {
+            volumeId: c.source.workspace.volumeId,
+            environmentId: row.environmentId,
+            lease: c.source.resourceGeneration,
+          });
+        }
       }
+      return;
+    case 'record.sweepOpened': {
+      const { resourceGeneration, sweep } = sweepOpenedRecordSchema.parse(action.params);
+      await markSweepOpened(tx, row.environmentId, resourceGeneration, sweep);
       return;
     }
     case 'record.cleanupClaimed':

@@ -21,11 +21,18 @@ export const cleanupAttemptId = (cleanupId: string, claimToken: string) =>
 const itemOf = ({ context, event }: Args): CleanupItem | undefined =>
   'cleanupId' in event ? context.cleanups[event.cleanupId] : undefined;
 
+/** The event's late resources not open here yet (a released record is kept out by the actor). */
+const newItems = ({ context, event }: Args) =>
+  event.type === 'cleanup.recorded' ? event.items.filter((i) => !(i.cleanupId in context.cleanups)) : [];
+
 export const noOpenCleanup = ({ context }: Args): boolean => Object.keys(context.cleanups).length === 0;
 
-/** A resource not recorded yet (a released record is kept out by the actor, which reads the table). */
-export const newCleanup = ({ context, event }: Args): boolean =>
-  event.type === 'cleanup.recorded' && !(event.cleanupId in context.cleanups);
+/** At least one resource not recorded yet (the actor reads the table for released ones). */
+export const newCleanup = (args: Args): boolean => newItems(args).length > 0;
+
+/** A sweep names a lease that is not the current one (or the current one is terminal). */
+export const otherLease = ({ context, event }: Args): boolean =>
+  event.type === 'cleanup.sweep' && context.sandbox.lease?.operationId !== event.operationId;
 
 /** Pending, or claimed by a claim that has expired by the claimant's clock. */
 export function claimable(args: Args): boolean {
@@ -59,18 +66,20 @@ export function fenceCurrent(args: Args): boolean {
   );
 }
 
-export function addCleanup({ context, event }: Args): Cleanups {
-  if (event.type !== 'cleanup.recorded') return context.cleanups;
-  const item: CleanupItem = {
-    state: 'Pending',
-    resourceId: event.resource.resourceId,
-    source: event.source,
-    claimToken: null,
-    claimExpiresAt: null,
-    attemptId: null,
-    authorizingFence: null,
-  };
-  return { ...context.cleanups, [event.cleanupId]: item };
+export function addCleanup(args: Args): Cleanups {
+  const added = newItems(args).map((i): [string, CleanupItem] => [
+    i.cleanupId,
+    {
+      state: 'Pending',
+      resourceId: i.resource.resourceId,
+      source: i.source,
+      claimToken: null,
+      claimExpiresAt: null,
+      attemptId: null,
+      authorizingFence: null,
+    },
+  ]);
+  return { ...args.context.cleanups, ...Object.fromEntries(added) };
 }
 
 export function claimCleanup(args: Args): Cleanups {
@@ -117,17 +126,17 @@ export function claimedItem(context: EnvironmentContext, event: EnvironmentEvent
   return { cleanupId: event.cleanupId, item };
 }
 
-/** The source's volume is held for the late resource only when the lifecycle fences match. */
-export function cleanupRecordOf(context: EnvironmentContext, event: EnvironmentEvent): CleanupRecord {
+/** The source's volume is held for a late resource only when the lifecycle fences match. */
+export function cleanupRecordsOf(context: EnvironmentContext, event: EnvironmentEvent): CleanupRecord[] {
   if (event.type !== 'cleanup.recorded') throw new Error('not cleanup.recorded');
-  return {
-    cleanupId: event.cleanupId,
+  return newItems({ context, event }).map((i) => ({
+    cleanupId: i.cleanupId,
     foundBy: event.foundBy,
     sourceAttemptId: event.sourceAttemptId,
-    source: event.source,
-    resource: event.resource,
-    holdWorkspace: event.source.lifecycleGeneration === context.lifecycleGeneration,
-  };
+    source: i.source,
+    resource: i.resource,
+    holdWorkspace: i.source.lifecycleGeneration === context.lifecycleGeneration,
+  }));
 }
 
 export function claimRecordOf(context: EnvironmentContext, event: EnvironmentEvent): CleanupClaimRecord {

@@ -9,6 +9,7 @@ import {
   instantSchema,
   resourceSummarySchema,
   workspaceMountSchema,
+  type EnvironmentEvent,
   type ResourceSummary,
 } from './environment-events.ts';
 import type { CleanupItem, LeaseContext, OwnerFence, SandboxState } from './environment-context.ts';
@@ -17,9 +18,10 @@ const generation = generationSchema;
 
 /**
  * Every provider call the machine can declare. `describe` is read-only and never blocks release;
- * `cleanup` releases a late resource under its saved source binding (its own region, not the lease's).
+ * `cleanup` releases a late resource under its saved source binding, and `sweep` lists what a
+ * terminal lease's owner hash and fence still own (both belong to the cleanup region, not the lease).
  */
-export const effectKinds = ['provision', 'release', 'listOwned', 'describe', 'cleanup'] as const;
+export const effectKinds = ['provision', 'release', 'listOwned', 'describe', 'cleanup', 'sweep'] as const;
 export type EffectKind = (typeof effectKinds)[number];
 
 export const effectFencesSchema = z.strictObject({
@@ -229,3 +231,39 @@ export const cleanupFailedRecordSchema = z.strictObject({
   error: z.object({ code: z.string(), message: z.string() }),
 });
 export type CleanupFailedRecord = z.infer<typeof cleanupFailedRecordSchema>;
+
+type SweepEvent = Extract<EnvironmentEvent, { type: 'cleanup.sweep' }>;
+
+/** An exact owner listing for a terminal lease, under that lease's frozen request and fences. */
+export function sweepEffectFor(event: EnvironmentEvent): ProviderEffect {
+  if (event.type !== 'cleanup.sweep') throw new Error('not cleanup.sweep');
+  const e: SweepEvent = event;
+  return {
+    attemptId: attemptIdFor(e.operationId, 'sweep', e.sweep),
+    kind: 'sweep',
+    operationId: e.operationId,
+    fences: {
+      lifecycleGeneration: e.lifecycleGeneration,
+      resourceGeneration: e.resourceGeneration,
+      providerFence: e.providerFence,
+      fencingGeneration: e.fencingGeneration,
+    },
+    request: {
+      ownerHash: e.ownerHash,
+      workspace: e.workspace,
+      networkPolicyGeneration: e.networkPolicyGeneration,
+      providerOptions: e.providerOptions,
+      resourceId: null,
+      releaseIdempotencyKey: null,
+    },
+  };
+}
+
+/** The sweep is counted on the lease row, so it is not due again. */
+export const sweepOpenedRecordSchema = z.strictObject({ resourceGeneration: generation, sweep: generation });
+export type SweepOpenedRecord = z.infer<typeof sweepOpenedRecordSchema>;
+
+export function sweepOpenedOf(event: EnvironmentEvent): SweepOpenedRecord {
+  if (event.type !== 'cleanup.sweep') throw new Error('not cleanup.sweep');
+  return { resourceGeneration: event.resourceGeneration, sweep: event.sweep };
+}

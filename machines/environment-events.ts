@@ -152,14 +152,34 @@ export const cleanupSourceSchema = z.strictObject({
   workspace: workspaceMountSchema,
 });
 
-/** A valid resource of ours that no current lease owns: it gets a late-resource cleanup record. */
-export const cleanupRecordedEventSchema = z.strictObject({
-  type: z.literal('cleanup.recorded'),
+export const lateResourceSchema = z.strictObject({
   cleanupId: z.string(),
-  foundBy: z.enum(['late-result', 'owner-listing']),
-  sourceAttemptId: z.string().nullable(),
   source: cleanupSourceSchema,
   resource: resourceSummarySchema,
+});
+export type LateResource = z.infer<typeof lateResourceSchema>;
+
+/**
+ * Valid resources of ours that no current lease owns, found by one attempt (its late result, or an
+ * owner listing): each gets a late-resource cleanup record unless it has one already.
+ */
+export const cleanupRecordedEventSchema = z.strictObject({
+  type: z.literal('cleanup.recorded'),
+  foundBy: z.enum(['late-result', 'owner-listing']),
+  sourceAttemptId: z.string().nullable(),
+  items: z.array(lateResourceSchema).min(1),
+});
+
+/**
+ * Asks for sweep number `sweep` of a terminal lease: an exact owner listing under its owner hash
+ * and fence, for a late resource whose result never arrived. The lease's frozen request rides along.
+ */
+export const cleanupSweepEventSchema = z.strictObject({
+  type: z.literal('cleanup.sweep'),
+  ...cleanupSourceSchema.shape,
+  fencingGeneration: generation,
+  networkPolicyGeneration: generation,
+  sweep: generation,
 });
 
 /**
@@ -204,6 +224,7 @@ export const environmentEventSchema = z.discriminatedUnion('type', [
   unknownEventSchema,
   supersededEventSchema,
   cleanupRecordedEventSchema,
+  cleanupSweepEventSchema,
   cleanupClaimEventSchema,
   cleanupReleasedEventSchema,
   cleanupFailedEventSchema,

@@ -10,8 +10,8 @@ import { attemptIdFor, type EffectKind } from './environment-effects.ts';
 import type { EnvironmentEvent, ResourceSummary } from './environment-events.ts';
 
 type Args = { context: EnvironmentContext; event: EnvironmentEvent };
-/** The kinds of attempt a lease opens (a cleanup attempt belongs to its cleanup item). */
-export type LeaseEffectKind = Exclude<EffectKind, 'cleanup'>;
+/** The kinds of attempt a lease opens (cleanup and sweep attempts belong to the cleanup region). */
+export type LeaseEffectKind = Exclude<EffectKind, 'cleanup' | 'sweep'>;
 
 function withLease(sandbox: SandboxContext, change: Partial<LeaseContext>): SandboxContext {
   if (sandbox.lease === null) return sandbox;
@@ -78,6 +78,12 @@ export function openAttempt({ context }: Args, kind: LeaseEffectKind): SandboxCo
     },
   };
 }
+
+/** An attempt of the cleanup region was opened: it takes a number too. */
+export const countAttempt = ({ context }: Args): SandboxContext => ({
+  ...context.sandbox,
+  counters: { ...context.sandbox.counters, attemptSeq: context.sandbox.counters.attemptSeq + 1 },
+});
 
 /** The attempt's exact result arrived: it no longer blocks anything. */
 export function settleAttempt({ context, event }: Args): SandboxContext {

@@ -16,6 +16,9 @@ import {
   type CleanupFailedRecord,
   type CleanupRecord,
   type CleanupReleasedRecord,
+  type SweepOpenedRecord,
+  sweepEffectFor,
+  sweepOpenedOf,
   leaseRecord,
   type AttemptResolution,
   reservationOf,
@@ -118,6 +121,7 @@ export const environmentMachine = setup({
     reconcileIdle: g.reconcileIdle,
     noOpenCleanup: c.noOpenCleanup,
     newCleanup: c.newCleanup,
+    sweepsOtherLease: c.otherLease,
     cleanupClaimable: c.claimable,
     cleanupClaimCurrent: c.claimCurrent,
     cleanupFenceCurrent: c.fenceCurrent,
@@ -145,6 +149,7 @@ export const environmentMachine = setup({
     recordFailure: assign({ sandbox: u.recordFailure }),
     settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
     addCleanup: assign({ cleanups: c.addCleanup }),
+    countAttempt: assign({ sandbox: u.countAttempt }),
     claimCleanup: assign({ cleanups: c.claimCleanup }),
     dropCleanup: assign({ cleanups: c.dropCleanup }),
     unclaimCleanup: assign({ cleanups: c.unclaimCleanup }),
@@ -153,7 +158,8 @@ export const environmentMachine = setup({
     'record.leaseReserved': (_, _params: LeaseReservation) => undefined,
     'record.lease': (_, _params: LeaseRecord) => undefined,
     'record.attemptsResolved': (_, _params: AttemptResolution[]) => undefined,
-    'record.cleanup': (_, _params: CleanupRecord) => undefined,
+    'record.cleanup': (_, _params: CleanupRecord[]) => undefined,
+    'record.sweepOpened': (_, _params: SweepOpenedRecord) => undefined,
     'record.cleanupClaimed': (_, _params: CleanupClaimRecord) => undefined,
     'record.cleanupReleased': (_, _params: CleanupReleasedRecord) => undefined,
     'record.cleanupFailed': (_, _params: CleanupFailedRecord) => undefined,
@@ -427,12 +433,23 @@ export const environmentMachine = setup({
         'cleanup.recorded': {
           guard: 'newCleanup',
           target: '.Pending',
+          // The records are taken before addCleanup: they are the items new to this transition.
           actions: [
-            'addCleanup',
             {
               type: 'record.cleanup',
-              params: ({ context, event }) => c.cleanupRecordOf(context, event),
+              params: ({ context, event }) => c.cleanupRecordsOf(context, event),
             },
+            'addCleanup',
+          ],
+        },
+        // An owner listing of a terminal lease (never the current one while it is current).
+        'cleanup.sweep': {
+          guard: or([stateIn({ sandbox: 'Released' }), stateIn({ sandbox: 'Failed' }), 'sweepsOtherLease']),
+          actions: [
+            // Every opened attempt counts (and a transition that changes nothing is not recorded).
+            'countAttempt',
+            { type: 'effect.provider', params: ({ event }) => sweepEffectFor(event) },
+            { type: 'record.sweepOpened', params: ({ event }) => sweepOpenedOf(event) },
           ],
         },
       },

@@ -35,12 +35,21 @@ CREATE TABLE late_resource_cleanups (
 CREATE INDEX late_resource_cleanups_open ON late_resource_cleanups (claim_expires_at NULLS FIRST, created_at)
   WHERE state IN ('Pending', 'Claimed');
 
--- A cleanup release is a provider call like any other: it has its attempt, written before the call.
+-- A cleanup release is a provider call like any other: it has its attempt, written before the call;
+-- so has the owner listing ('sweep') that looks for late resources of a terminal lease.
 ALTER TABLE provider_attempts DROP CONSTRAINT provider_attempts_kind_check;
 ALTER TABLE provider_attempts ADD CONSTRAINT provider_attempts_kind_check
-  CHECK (kind IN ('provision', 'describe', 'listOwned', 'release', 'cleanup'));
+  CHECK (kind IN ('provision', 'describe', 'listOwned', 'release', 'cleanup', 'sweep'));
 
 -- A result that arrives after its attempt was settled by other evidence is still a fact about the
 -- provider: it is kept here, next to the resolution it arrived after.
 ALTER TABLE provider_attempts ADD COLUMN late_result jsonb;
 ALTER TABLE provider_attempts ADD COLUMN late_result_at timestamptz;
+
+-- A terminal lease is swept for late resources (an exact owner listing under its owner hash and
+-- fence) a bounded number of times after it became terminal: a create that lands after the
+-- lease's release receipt, whose result never arrives, is found that way.
+ALTER TABLE sandbox_leases ADD COLUMN terminal_at timestamptz;
+ALTER TABLE sandbox_leases ADD COLUMN late_sweeps integer NOT NULL DEFAULT 0;
+CREATE INDEX sandbox_leases_sweep_due ON sandbox_leases (terminal_at)
+  WHERE state IN ('Released', 'Failed') AND late_sweeps < 2;

@@ -92,7 +92,8 @@ export async function updateLease(tx: Queryable, update: LeaseUpdate): Promise<v
   const { rowCount } = await tx.query(
     `UPDATE sandbox_leases
         SET state = $3, current_fencing_generation = $4, resource = $5,
-            release_receipt = COALESCE($6, release_receipt), failure = $7, revision = $8, updated_at = now()
+            release_receipt = COALESCE($6, release_receipt), failure = $7, revision = $8, updated_at = now(),
+            terminal_at = CASE WHEN $3 IN ('Released', 'Failed') THEN COALESCE(terminal_at, now()) ELSE terminal_at END
       WHERE environment_id = $1 AND resource_generation = $2`,
     [
       update.environmentId,
@@ -191,5 +192,58 @@ export async function markLeaseObserved(
     `UPDATE sandbox_leases SET observed_at = clock_timestamp()
       WHERE environment_id = $1 AND resource_generation = $2`,
     [environmentId, resourceGeneration],
+  );
+}
+
+/** Late sweeps a terminal lease gets: each an exact owner listing, the last well after the first. */
+export const LATE_SWEEPS = 2;
+
+export interface SweepDue {
+  environmentId: string;
+  operationId: string;
+  lifecycleGeneration: number;
+  resourceGeneration: number;
+  providerFence: number;
+  currentFencingGeneration: number;
+  ownerHash: string;
+  providerOptions: Record<string, unknown>;
+  workspace: WorkspaceMount;
+  networkPolicyGeneration: number;
+  lateSweeps: number;
+}
+
+/** Terminal leases whose next sweep is due: sweep n runs `n × everyMs` after the lease ended. */
+export async function sweepsDue(
+  q: Queryable,
+  now: Date,
+  everyMs: number,
+  limit: number,
+): Promise<SweepDue[]> {
+  const { rows } = await q.query<SweepDue>(
+    `SELECT environment_id AS "environmentId", operation_id AS "operationId",
+            lifecycle_generation AS "lifecycleGeneration", resource_generation AS "resourceGeneration",
+            provider_fence AS "providerFence", current_fencing_generation AS "currentFencingGeneration",
+            recovery_request->>'ownerHash' AS "ownerHash", provider_options AS "providerOptions", workspace,
+            network_policy_generation AS "networkPolicyGeneration", late_sweeps AS "lateSweeps"
+       FROM sandbox_leases
+      WHERE state IN ('Released', 'Failed') AND late_sweeps < $4 AND terminal_at IS NOT NULL
+        AND terminal_at + make_interval(secs => (late_sweeps + 1) * $2::float8 / 1000) <= $1
+      ORDER BY terminal_at LIMIT $3`,
+    [now, everyMs, limit, LATE_SWEEPS],
+  );
+  return rows;
+}
+
+/** A sweep was opened: it is not due again (CAS on the count, so a race opens it once). */
+export async function markSweepOpened(
+  tx: Queryable,
+  environmentId: string,
+  resourceGeneration: number,
+  sweep: number,
+): Promise<void> {
+  await tx.query(
+    `UPDATE sandbox_leases SET late_sweeps = $3
+      WHERE environment_id = $1 AND resource_generation = $2 AND late_sweeps < $3`,
+    [environmentId, resourceGeneration, sweep],
   );
 }

@@ -91,6 +91,24 @@ async function call(
           : { present: false },
       };
     }
+    case 'sweep': {
+      // Everything the terminal lease's owner hash and fence still own, with the binding stamped on it.
+      const resources = await provider.listOwned(
+        { owner: { ownerHash: owner.ownerHash, providerFence: owner.providerFence }, options: snapshot },
+        options,
+      );
+      return {
+        state: 'Succeeded',
+        found: resources.map((r) => ({
+          resource: summaryOf(r),
+          owner: {
+            lifecycleGeneration: r.owner.lifecycleGeneration,
+            resourceGeneration: r.owner.resourceGeneration,
+            providerFence: r.owner.providerFence,
+          },
+        })),
+      };
+    }
     case 'cleanup': {
       // A late resource: released by its exact ID under the saved source binding and options.
       if (request.resourceId === null) {

@@ -25,6 +25,8 @@ export interface WorkerSettings {
   concurrency?: number;
   callTimeoutMs?: number;
   reconcileEveryMs?: number;
+  /** Sweep n of a terminal lease for late resources runs n times this after it ended (default 2 × callTimeoutMs). */
+  lateSweepMs?: number;
   /** Period of the observer that describes Active leases (default 15 s). */
   observeEveryMs?: number;
   republishAfterMs?: number;
@@ -89,7 +91,14 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
     const runner = runnerDeps(deps, settings.callTimeoutMs);
     queue.start(effectProcessor(runner));
     const tasks = [
-      reconcilerTask({ ...runner, logger }, settings.reconcileEveryMs ?? 5_000),
+      reconcilerTask(
+        {
+          ...runner,
+          logger,
+          ...(settings.lateSweepMs === undefined ? {} : { lateSweepMs: settings.lateSweepMs }),
+        },
+        settings.reconcileEveryMs ?? 5_000,
+      ),
       observerTask(
         { ...runner, runner: attemptRunner(runner), logger, describeTimeoutMs: runner.callTimeoutMs },
         settings.observeEveryMs ?? 15_000,

@@ -22,6 +22,7 @@ import {
   eventually,
   mutableRows,
   problemOf,
+  sleep,
   startWorkersWith,
 } from '../support/sandbox-scenarios.ts';
 
@@ -322,6 +323,82 @@ describe('late resources', () => {
       AbortSignal.timeout(5_000),
     );
     expect((await cleanups())[0]).toMatchObject({ state: 'Released' });
+  });
+
+  it('finds a create that lands after the release receipt by sweeping the terminal lease, and releases it', async () => {
+    // The provision's create is delayed: the call gives up at once (Unknown), the resource appears later.
+    const LAND_MS = 1_000;
+    h.provider.injectFault('provision', 'late-resource', LAND_MS);
+    const setup = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 600_000,
+    });
+    const provisioned = await json<{ operationId: string }>(
+      await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+    );
+    const { operationId } = provisioned;
+    await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
+    // Abandon: the fence moves first, then a release whose exact lookup finds nothing yet.
+    await h.request('POST', `${s.base}/sandbox/abandon`, {
+      token: s.token,
+      body: { resourceGeneration: 1, providerFence: 1, idempotencyKey: 'abandon-1' },
+    });
+    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    await setup.close();
+    const attempts = await readAttemptsOfOperation(h.db, operationId);
+    expect(attempts.find((a) => a.kind === 'provision')).toMatchObject({
+      state: 'Superseded',
+      resolution: expect.stringContaining('KnownOwnedAbsent') as unknown,
+    });
+
+    // Then the create lands: a live resource no lease holds, and no result will ever say so.
+    await eventually('the late create to land', async () =>
+      (await h.provider.countResources({ operationId })) === 1 ? true : undefined,
+    );
+    expect(await cleanups()).toEqual([]);
+
+    // The reconciler sweeps the terminal lease some time after it ended, and releases what it finds.
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 100,
+      lateSweepMs: 300,
+    });
+    const released = await eventually('the swept resource to be released', async () => {
+      const [c] = await cleanups();
+      return c?.state === 'Released' ? c : undefined;
+    });
+    expect(released).toMatchObject({ foundBy: 'owner-listing', source: { operationId } });
+    expect(await h.provider.countResources({ operationId })).toBe(0);
+    const sweeps = (await readAttemptsOfOperation(h.db, operationId)).filter((a) => a.kind === 'sweep');
+    expect(sweeps.length).toBeGreaterThanOrEqual(1);
+    const done = await h.request('POST', `${s.base}/release`, {
+      token: s.token,
+      body: { expectedLifecycleGeneration: 1, idempotencyKey: 'release-env' },
+    });
+    expect(done.status).toBe(200);
+  });
+
+  it('a provision whose create lands after an empty listOwned ends with one live resource, the lease’s', async () => {
+    h.provider.injectFault('provision', 'late-resource', 400);
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 100,
+    });
+    const { operationId } = await json<{ operationId: string }>(
+      await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+    );
+    await waitForLease(h, s, (l) => l['state'] === 'Active');
+    await sleep(600);
+    expect(await h.provider.countResources({ operationId })).toBe(1);
+    expect(await h.provider.countResources({ operationId, includeDeleted: true })).toBe(1);
+    const attempts = await readAttemptsOfOperation(h.db, operationId);
+    expect(attempts.filter((a) => a.kind !== 'describe').map((a) => [a.kind, a.state])).toEqual([
+      ['provision', 'Succeeded'],
+      ['listOwned', 'Succeeded'],
+      ['provision', 'Succeeded'],
+    ]);
+    expect(attempts[0]?.resolution).toContain('retry under the same operation');
+    expect(await cleanups()).toEqual([]);
   });
 
   it('the reconcile route claims and releases one late resource and answers the terminal lease', async () => {

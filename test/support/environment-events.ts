@@ -95,7 +95,7 @@ export function result(
 ): ProviderResultEvent {
   const { kind } = attempt;
   // A describe answers with sandbox.observed (actors/attempts.ts), never a provider.* result.
-  if (kind === 'describe' || kind === 'cleanup')
+  if (kind === 'describe' || kind === 'cleanup' || kind === 'sweep')
     throw new Error(`${kind} attempts have no provider.* result`);
   const base = {
     attemptId: attempt.attemptId,
@@ -131,16 +131,33 @@ export const lateResource = (
   source: { operationId: string; lifecycleGeneration: number } & LeaseFences,
 ): EnvironmentEvent => ({
   type: 'cleanup.recorded',
-  cleanupId: `cleanup-${source.operationId}`,
   foundBy: 'late-result',
   sourceAttemptId: null,
-  source: {
-    ...source,
-    ownerHash: 'owner-hash-1',
-    providerOptions: {},
-    workspace,
-  },
-  resource: ownResource(source.operationId),
+  items: [
+    {
+      cleanupId: `cleanup-${source.operationId}`,
+      source: { ...source, ownerHash: 'owner-hash-1', providerOptions: {}, workspace },
+      resource: ownResource(source.operationId),
+    },
+  ],
+});
+
+/** Sweep `n` of a terminal lease: an owner listing under its owner hash and fence. */
+export const sweep = (
+  lease: { operationId: string; lifecycleGeneration: number; currentFencingGeneration: number } & LeaseFences,
+  n = 1,
+): EnvironmentEvent => ({
+  type: 'cleanup.sweep',
+  operationId: lease.operationId,
+  lifecycleGeneration: lease.lifecycleGeneration,
+  resourceGeneration: lease.resourceGeneration,
+  providerFence: lease.providerFence,
+  ownerHash: 'owner-hash-1',
+  providerOptions: {},
+  workspace,
+  fencingGeneration: lease.currentFencingGeneration,
+  networkPolicyGeneration: 1,
+  sweep: n,
 });
 
 /** Instants the model's reconcilers use: a claim made at T0 expires at T1; T2 is after that. */

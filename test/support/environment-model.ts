@@ -13,6 +13,7 @@ import {
   cleanupFailed,
   cleanupReleased,
   lateResource,
+  sweep,
   environmentInput,
   observed,
   describe,
@@ -169,6 +170,8 @@ function cleanupEvents(state: ModelState): EnvironmentEvent[] {
     const { operationId, lifecycleGeneration, resourceGeneration, providerFence } = lease;
     events.push(lateResource({ operationId, lifecycleGeneration, resourceGeneration, providerFence }));
   }
+  // A sweep of the lease: accepted only once it is terminal.
+  if (lease !== null) events.push(sweep(lease, state.depth + 1));
   const token = `claim-${state.depth}`;
   for (const [cleanupId, item] of Object.entries(context.cleanups)) {
     events.push(claimCleanup(cleanupId, token), claimCleanup(cleanupId, token, T2));

@@ -74,6 +74,15 @@ const invariants: [string, (edge: Edge) => string | null][] = [
     ({ from, to }) => {
       const { lease, unresolved, counters } = to.snapshot.context.sandbox;
       for (const { params: effect } of (to.last?.actions ?? []).filter(isEffect)) {
+        // A sweep lists what a terminal lease still owns, under that lease's fences.
+        if (effect.kind === 'sweep') {
+          const terminal = sandboxOf(to) === 'Released' || sandboxOf(to) === 'Failed';
+          if (!terminal || lease === null || effect.operationId !== lease.operationId) {
+            return `sweep ${effect.attemptId} of a lease that is not terminal`;
+          }
+          if (effect.attemptId in from.issued) return `attempt id ${effect.attemptId} reused`;
+          continue;
+        }
         // A cleanup release: under its claimed item's source fences, authorized by the current fence.
         if (effect.kind === 'cleanup') {
           const entry = Object.values(to.snapshot.context.cleanups).find(
@@ -186,7 +195,7 @@ const invariants: [string, (edge: Edge) => string | null][] = [
   [
     '(j) a cleanup claimed and unexpired is not claimed again; a result under an old claim changes nothing',
     ({ from, event, to }) => {
-      if (!('cleanupId' in event) || event.type === 'cleanup.recorded') return null;
+      if (!('cleanupId' in event)) return null;
       const item = from.snapshot.context.cleanups[event.cleanupId];
       const unchanged = isDeepStrictEqual(from.snapshot.context.cleanups, to.snapshot.context.cleanups);
       if (event.type === 'cleanup.claim') {
