@@ -391,11 +391,20 @@ async function completeCleanup(
 }
 
 /**
- * A describe tells the machine only what changed: a new phase, or a finished run (which retires
- * placement). An absent resource or a failed describe proves nothing here and sends nothing.
+ * A describe tells the machine only what changed: a new phase, a finished run (which retires
+ * placement), or a resource the provider answered is gone (the execution is lost). A failed
+ * describe proves nothing and sends nothing.
  */
 function observedEvent(attempt: AttemptRow, lease: LeaseRow | null, outcome: AttemptOutcome) {
-  if (outcome.state !== 'Succeeded' || outcome.observation?.present !== true) return null;
+  if (outcome.state !== 'Succeeded' || outcome.observation === undefined) return null;
+  if (!outcome.observation.present) {
+    const lost: EnvironmentEvent = {
+      type: 'sandbox.lost',
+      resourceGeneration: attempt.resourceGeneration,
+      providerFence: attempt.providerFence,
+    };
+    return lost;
+  }
   const { phase, finished } = outcome.observation;
   if (phase === lease?.resource?.phase && finished === null) return null;
   const event: EnvironmentEvent = {

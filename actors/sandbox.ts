@@ -266,8 +266,13 @@ export class SandboxService {
   async reconcile(
     caller: Caller,
     address: EnvironmentAddress,
-    request: LeaseFences & { operationId: string },
-  ): Promise<{ started: boolean; lease: LeaseView; lateResourceCleanup: CleanupView | null }> {
+    request: LeaseFences & { operationId: string; networkPolicyGeneration?: number | undefined },
+  ): Promise<{
+    started: boolean;
+    lease: LeaseView;
+    lateResourceCleanup: CleanupView | null;
+    networkPolicy: { generation: number; verified: boolean } | null;
+  }> {
     const guard = this.#guard(caller, address);
     const env = await guard.environment(address);
     const named = await readLeaseByOperation(this.deps.db, request.operationId);
@@ -285,18 +290,34 @@ export class SandboxService {
     // A terminal lease has nothing to recover: it answers with its result (after any cleanup).
     let started = false;
     let after = named;
+    const { networkPolicyGeneration, ...fences } = request;
     if (leaseView(named).current) {
       const outcome = await this.deps.runtime.send(
         env.environmentId,
-        { type: 'sandbox.reconcile', ...request },
+        { type: 'sandbox.reconcile', ...fences },
         guard.commit(address.runId),
       );
       started = outcome.accepted;
       after = (await readLeaseByOperation(this.deps.db, request.operationId)) ?? named;
     }
     const lateResourceCleanup = await this.#cleanOne(env, guard, address.runId);
+    // Asked for: is this generation the lease's and still the project's policy in force, now?
+    const networkPolicy =
+      networkPolicyGeneration === undefined
+        ? null
+        : {
+            generation: networkPolicyGeneration,
+            verified:
+              networkPolicyGeneration === after.networkPolicyGeneration &&
+              (await networkPolicyVerified(
+                this.deps.networkPolicies,
+                env.tenantId,
+                env.projectId,
+                networkPolicyGeneration,
+              )),
+          };
     await guard.check();
-    return { started, lease: leaseView(after), lateResourceCleanup };
+    return { started, lease: leaseView(after), lateResourceCleanup, networkPolicy };
   }
 
   /** Claims one pending late resource of the Environment under the current owner fence, and releases it now. */

@@ -106,20 +106,23 @@ export async function composeSandlot(
     provider = chosen.provider;
     const ports = portsFor(config, db);
     const runtime = createEnvironmentRuntime(db);
-    const runner = attemptRunner(runnerDeps({ db, runtime, provider, logger }, config.workers.callTimeoutMs));
+    const { networkPolicies } = chosen;
+    const runner = attemptRunner(
+      runnerDeps({ db, runtime, provider, logger, networkPolicies }, config.workers.callTimeoutMs),
+    );
     const services = createServices({
       db,
       runtime,
       runner,
       provider,
-      networkPolicies: chosen.networkPolicies,
+      networkPolicies,
       ...ports,
     });
     // An API-only process with Redis still publishes its effects at once; without Redis the worker
     // processes' relays find them in PostgreSQL.
     if (options.workers !== false || config.redisUrl !== undefined) {
       workers = await startWorkers(
-        { db, runtime, provider, logger },
+        { db, runtime, provider, logger, networkPolicies },
         {
           ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
           ...(config.workers.concurrency === undefined ? {} : { concurrency: config.workers.concurrency }),

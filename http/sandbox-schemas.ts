@@ -86,7 +86,11 @@ export const attemptSchema = z
 export const cleanupSchema = cleanupViewSchema.meta({ id: 'LateResourceCleanup' });
 
 export const reconcileSchema = leaseViewSchema
-  .extend({ lateResourceCleanup: cleanupSchema.nullable() })
+  .extend({
+    lateResourceCleanup: cleanupSchema.nullable(),
+    /** Only when the body named a generation: whether it is the lease's and verified now. */
+    networkPolicy: z.object({ generation: z.number().int(), verified: z.boolean() }).nullable(),
+  })
   .meta({ id: 'ReconcileResult' });
 
 export const networkPolicyQuery = z.object({

@@ -18,7 +18,7 @@ export const currentLeaseStates = ['Provisioning', 'Active', 'Releasing', 'Recon
 export const isCurrentLeaseState = (state: string): boolean =>
   (currentLeaseStates as readonly string[]).includes(state);
 
-export type ReleaseReason = 'abandon' | 'lifecycle' | 'retired';
+export type ReleaseReason = 'abandon' | 'lifecycle' | 'retired' | 'lost';
 
 export interface LeaseContext {
   operationId: string;

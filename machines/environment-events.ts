@@ -96,6 +96,15 @@ export const observedEventSchema = z.strictObject({
   finished: z.enum(['PodSucceeded', 'PodFailed']).nullable(),
 });
 
+/**
+ * An exact describe answered that the Active lease's resource is gone (the provider said absent; a
+ * failed or partial read never says so): the execution is lost, and placement is released.
+ */
+export const lostEventSchema = z.strictObject({
+  type: z.literal('sandbox.lost'),
+  ...leaseFences,
+});
+
 /** Attempt kinds whose results reach the machine as provider.* events (describe reports as sandbox.observed). */
 export const attemptKinds = ['provision', 'release', 'listOwned'] as const;
 export type AttemptKind = (typeof attemptKinds)[number];
@@ -219,6 +228,7 @@ export const environmentEventSchema = z.discriminatedUnion('type', [
   reconcileEventSchema,
   describeEventSchema,
   observedEventSchema,
+  lostEventSchema,
   succeededEventSchema,
   failedEventSchema,
   unknownEventSchema,

@@ -136,7 +136,8 @@ export function beginRelease({ context, event }: Args): SandboxContext {
       reconcileAttemptId: null,
     });
   }
-  const reason = event.type === 'sandbox.observed' ? 'retired' : 'lifecycle';
+  const reason =
+    event.type === 'sandbox.observed' ? 'retired' : event.type === 'sandbox.lost' ? 'lost' : 'lifecycle';
   return withLease(context.sandbox, { release: { reason, idempotencyKey: null } });
 }
 
@@ -151,6 +152,14 @@ export const confirmRelease = ({ context }: Args): SandboxContext =>
 
 export const clearReleaseConfirmation = ({ context }: Args): SandboxContext =>
   withLease(context.sandbox, { releaseConfirmed: false });
+
+export const markLost = ({ context }: Args): SandboxContext =>
+  withLease(context.sandbox, {
+    failure: {
+      code: 'sandbox-lost',
+      message: 'an exact describe found the sandbox gone while the lease was Active',
+    },
+  });
 
 export function recordFailure({ context, event }: Args): SandboxContext {
   if (event.type !== 'provider.failed') return context.sandbox;

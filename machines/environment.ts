@@ -147,6 +147,7 @@ export const environmentMachine = setup({
     confirmRelease: assign({ sandbox: u.confirmRelease }),
     clearReleaseConfirmation: assign({ sandbox: u.clearReleaseConfirmation }),
     recordFailure: assign({ sandbox: u.recordFailure }),
+    markLost: assign({ sandbox: u.markLost }),
     settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
     addCleanup: assign({ cleanups: c.addCleanup }),
     countAttempt: assign({ sandbox: u.countAttempt }),
@@ -268,6 +269,13 @@ export const environmentMachine = setup({
               },
               { guard: 'leaseMatches', actions: ['recordObservation', record('Active')] },
             ],
+            // The sandbox disappeared while Active: the execution is lost; release what is left
+            // (the release's exact lookup proves it gone) and let the caller provision again.
+            'sandbox.lost': {
+              guard: 'leaseMatches',
+              target: 'Releasing',
+              actions: ['markLost', 'beginRelease'],
+            },
             'sandbox.abandon': { guard: 'leaseMatches', target: 'Releasing', actions: 'beginRelease' },
             'environment.release': { guard: 'releaseAllowed', target: 'Releasing', actions: 'beginRelease' },
             // A fresh exact observation (inspection, the periodic observer): a read-only attempt.

@@ -150,7 +150,10 @@ export async function markDispatched(tx: Queryable, attemptId: string, deadline:
   return rowCount === 1;
 }
 
-/** Records a result; only an unresolved attempt changes, so a late duplicate cannot overwrite. */
+/**
+ * Records a result; only an unresolved attempt changes, so a late duplicate cannot overwrite. An
+ * error it had (an Unknown attempt's) is kept when other evidence settles it.
+ */
 export async function resolveAttempt(
   tx: Queryable,
   attemptId: string,
@@ -164,7 +167,7 @@ export async function resolveAttempt(
   const terminal = result.state !== 'Unknown';
   const { rowCount } = await tx.query(
     `UPDATE provider_attempts
-        SET state = $2, receipt = $3, error = $4, resolution = $5, updated_at = now(),
+        SET state = $2, receipt = $3, error = COALESCE($4, error), resolution = $5, updated_at = now(),
             resolved_at = CASE WHEN $6 THEN now() ELSE resolved_at END
       WHERE attempt_id = $1 AND state IN ('Pending', 'Dispatched', 'Unknown')`,
     [

@@ -7,16 +7,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { beginAttempt, completeAttempt, type AttemptDeps, type AttemptOutcome } from '../actors/attempts.ts';
-import type { AttemptRunner } from '../actors/ports.ts';
+import type { AttemptRunner, NetworkPolicyVerifier } from '../actors/ports.ts';
 import { attemptRequestSchema, type AttemptRequest } from '../machines/environment-effects.ts';
 import type { ResourceSummary } from '../machines/environment-events.ts';
 import { classifyProviderFailure } from '../providers/errors.ts';
 import type { CallOptions, OwnerBinding, ProviderResource, SandboxProvider } from '../providers/provider.ts';
+import { canonicalJson } from '../lib/canonical-json.ts';
 import { readAttempt, type AttemptRow } from '../store/attempts.ts';
+import { readLeaseByOperation } from '../store/leases.ts';
 import type { EffectJob, EffectProcessor } from './effect-queue.ts';
 
 export interface EffectProcessorDeps extends AttemptDeps {
   provider: SandboxProvider;
+  /** Verifies a provision's network policy generation again right before the provider is called. */
+  networkPolicies: NetworkPolicyVerifier;
   logger: Logger;
   /** Deadline of one provider call; past it the attempt is Unknown. */
   callTimeoutMs: number;
@@ -170,6 +174,70 @@ function failureOutcome(attempt: AttemptRow, error: unknown): AttemptOutcome {
   return { state: failed ? 'Failed' : 'Unknown', error: detail };
 }
 
+/**
+ * The lease froze the provider it was admitted for (identity and options snapshot). A provision
+ * (a retry after reconciliation included) is made only by that same provider: after an upgrade or
+ * a configuration change it fails, recorded, without a call. Describe, listOwned and release always
+ * run under the frozen snapshot the attempt carries, so a changed provider never strands a lease.
+ */
+async function providerRefusal(
+  deps: EffectProcessorDeps,
+  attempt: AttemptRow,
+): Promise<AttemptOutcome | null> {
+  if (attempt.kind !== 'provision') return null;
+  const lease = await readLeaseByOperation(deps.db, attempt.operationId);
+  if (lease === null) return null;
+  const running = { identity: deps.provider.identity, options: deps.provider.optionsSnapshot() };
+  const frozen = { identity: lease.providerIdentity, options: lease.providerOptions };
+  if (canonicalJson(running) === canonicalJson(frozen)) return null;
+  const describe = (i: Record<string, unknown>) =>
+    `${String(i['providerId'])} ${String(i['adapterVersion'])} (options revision ${String(i['optionsRevision'])})`;
+  return {
+    state: 'Failed',
+    error: {
+      code: 'provider-changed',
+      message: `the lease was admitted for ${describe(frozen.identity)} with its options snapshot; this process runs ${describe({ ...running.identity })}${
+        canonicalJson(running.identity) === canonicalJson(frozen.identity) ? ' with other options' : ''
+      }, so it does not provision for it (describe, list and release still work)`,
+    },
+  };
+}
+
+/**
+ * A provision goes out only under a network policy generation verified now, not only when the
+ * lease was reserved: a retry after reconciliation may come much later. Not verified: the attempt
+ * fails without calling the provider (nothing was created). The verifier cannot answer: the
+ * outcome is unknown to the lease (reconciliation retries it), never a call made unchecked.
+ */
+async function networkPolicyRefusal(
+  deps: EffectProcessorDeps,
+  attempt: AttemptRow,
+): Promise<AttemptOutcome | null> {
+  if (attempt.kind !== 'provision') return null;
+  const { networkPolicyGeneration } = attemptRequestSchema.parse(attempt.request);
+  let verdict;
+  try {
+    verdict = await deps.networkPolicies.verify(attempt.tenantId, attempt.projectId, networkPolicyGeneration);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return {
+      state: 'Unknown',
+      error: {
+        code: 'network-policy-unavailable',
+        message: `network policy generation ${networkPolicyGeneration} could not be verified before dispatch: ${message}`,
+      },
+    };
+  }
+  if (verdict.verified) return null;
+  return {
+    state: 'Failed',
+    error: {
+      code: 'network-policy-unverified',
+      message: `network policy generation ${networkPolicyGeneration} is not verified at dispatch: ${verdict.reason}`,
+    },
+  };
+}
+
 /** Runs one attempt if it is still Pending; returns false when someone else had it (or it moved on). */
 export async function runAttempt(
   deps: EffectProcessorDeps,
@@ -184,7 +252,10 @@ export async function runAttempt(
   const callSignal = AbortSignal.any([signal, AbortSignal.timeout(deps.callTimeoutMs)]);
   let outcome: AttemptOutcome;
   try {
-    outcome = await call(deps.provider, begun.attempt, { signal: callSignal, deadline: begun.deadline });
+    outcome =
+      (await providerRefusal(deps, begun.attempt)) ??
+      (await networkPolicyRefusal(deps, begun.attempt)) ??
+      (await call(deps.provider, begun.attempt, { signal: callSignal, deadline: begun.deadline }));
   } catch (error) {
     outcome = failureOutcome(begun.attempt, error);
   }

@@ -6,8 +6,10 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { EnvironmentRuntime } from '../actors/services.ts';
+import type { NetworkPolicyVerifier } from '../actors/ports.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
+import { TableNetworkPolicies } from '../store/network-policies.ts';
 import { BullmqEffectQueue } from './bullmq-effect-queue.ts';
 import { BullmqScheduler } from './bullmq-scheduler.ts';
 import { attemptRunner, effectProcessor, type EffectProcessorDeps } from './effect-processor.ts';
@@ -42,6 +44,11 @@ export interface WorkerDeps {
   runtime: EnvironmentRuntime;
   provider: SandboxProvider;
   logger: Logger;
+  /**
+   * Verifies a provision's network policy right before dispatch. Default: the embedded registry
+   * (`TableNetworkPolicies`); a deployment on Agent Sandbox passes the Cilium verifier.
+   */
+  networkPolicies?: NetworkPolicyVerifier;
 }
 
 export interface WorkerHost {
@@ -60,6 +67,7 @@ export function runnerDeps(deps: WorkerDeps, callTimeoutMs = 30_000): EffectProc
     runtime: deps.runtime,
     actor: workerActor(),
     provider: deps.provider,
+    networkPolicies: deps.networkPolicies ?? new TableNetworkPolicies(deps.db),
     logger: deps.logger.child({ component: 'workers' }),
     callTimeoutMs,
   };

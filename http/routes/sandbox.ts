@@ -209,13 +209,12 @@ export function sandboxRoutes(service: SandboxService, workspaces: WorkspaceServ
   );
 
   app.openapi(routes.reconcile, async (c) => {
-    const { operationId, resourceGeneration, providerFence } = c.req.valid('json');
-    const { started, lease, lateResourceCleanup } = await service.reconcile(
+    const { started, lease, lateResourceCleanup, networkPolicy } = await service.reconcile(
       c.var.principal,
       c.req.valid('param'),
-      { operationId, resourceGeneration, providerFence },
+      c.req.valid('json'),
     );
-    const answer = { ...lease, lateResourceCleanup };
+    const answer = { ...lease, lateResourceCleanup, networkPolicy };
     return started ? c.json(answer, 202) : c.json(answer, 200);
   });
 

@@ -14,7 +14,9 @@ import {
   waitForLifecycle,
   type Scenario,
 } from '../support/sandbox-flow.ts';
+import { SimulatedProvider } from '../../providers/simulated/simulated-provider.ts';
 import {
+  countingProvider,
   environmentRows,
   inFreshHarness,
   problemOf,
@@ -22,6 +24,7 @@ import {
   setupCustomScenario,
   slug,
   sleep,
+  startWorkersWith,
 } from '../support/sandbox-scenarios.ts';
 
 describe.each(backends)('sandbox admission (%s)', (backend) => {
@@ -215,5 +218,118 @@ describe.each(backends)('the Workspace follows the lease (%s)', (backend) => {
         expect(samples.some((x) => x.lease === 'Active' && x.volume === 'Attached')).toBe(true);
       },
     );
+  });
+});
+
+describe('the network policy is verified again at dispatch', () => {
+  it('a provision retried after reconciliation goes out only under a policy that is still current', async () => {
+    await inFreshHarness(
+      'postgres',
+      {
+        // Only the explicit reconcile below acts; the first provision's answer is a 503 (nothing made).
+        workers: { callTimeoutMs: 500, reconcileEveryMs: 600_000 },
+        provider: { faults: { script: [{ operation: 'provision', call: 1, fault: 'server-error' }] } },
+      },
+      async (h) => {
+        const s = await setupScenario(h, { run: 'run-net-dispatch' });
+        const { operationId } = await json<{ operationId: string }>(
+          await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+        );
+        await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
+
+        // Meanwhile the project's policy moves on: generation 1 is no longer the one in force.
+        const operator = await h.token('acme', 'ops', { operator: true });
+        const published = await h.request('PUT', '/admin/tenants/acme/projects/checkout/network-policies/2', {
+          token: operator,
+          body: { policy: { egress: [] } },
+        });
+        expect(published.status).toBe(201);
+
+        const reconciled = await h.request('POST', `${s.base}/sandbox/reconcile`, {
+          token: s.token,
+          body: { operationId, resourceGeneration: 1, providerFence: 1, networkPolicyGeneration: 1 },
+        });
+        expect(reconciled.status).toBe(202);
+        // The generation the caller named is checked now, too: it is no longer the one in force.
+        expect(await json(reconciled)).toMatchObject({ networkPolicy: { generation: 1, verified: false } });
+        const failed = await waitForLease(h, s, (l) => l['state'] === 'Failed');
+        expect(failed['failure']).toMatchObject({ code: 'network-policy-unverified' });
+        // The retry never reached the provider, and nothing exists for the operation.
+        const rows = await environmentRows(h.db, s.environmentId);
+        const provisions = rows.attempts.filter((a) => a.kind === 'provision');
+        expect(provisions.map((a) => [a.state, a.error?.code])).toEqual([
+          ['Superseded', 'server-error'],
+          ['Failed', 'network-policy-unverified'],
+        ]);
+        expect(await h.provider.countResources({ operationId, includeDeleted: true })).toBe(0);
+      },
+    );
+  });
+});
+
+describe('the provider a lease was admitted for is frozen with it', () => {
+  it('refuses a provision retry under a changed provider, recorded, without a call; release still works', async () => {
+    await inFreshHarness(
+      'postgres',
+      {
+        workers: false,
+        provider: { faults: { script: [{ operation: 'provision', call: 1, fault: 'server-error' }] } },
+      },
+      async (h) => {
+        const s = await setupScenario(h, { run: 'run-frozen' });
+        const before = await startWorkersWith(h, h.provider, { reconcileEveryMs: 600_000 });
+        const { operationId } = await json<{ operationId: string }>(
+          await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+        );
+        await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
+        await before.close();
+
+        // The workers are upgraded: same provider, another options revision.
+        const upgraded = countingProvider(new SimulatedProvider({ db: h.db, optionsRevision: '2' }));
+        const after = await startWorkersWith(h, upgraded, { reconcileEveryMs: 600_000 });
+        try {
+          const reconciled = await h.request('POST', `${s.base}/sandbox/reconcile`, {
+            token: s.token,
+            body: { operationId, resourceGeneration: 1, providerFence: 1 },
+          });
+          expect(reconciled.status).toBe(202);
+          const failed = await waitForLease(h, s, (l) => l['state'] === 'Failed');
+          expect(failed['failure']).toMatchObject({ code: 'provider-changed' });
+          expect(String((failed['failure'] as { message: string }).message)).toContain('options revision 1');
+          // listOwned ran under the frozen snapshot; the provision retry never reached the provider.
+          expect(upgraded.calls).toMatchObject({ listOwned: 1, provision: 0 });
+          expect(await h.provider.countResources({ operationId, includeDeleted: true })).toBe(0);
+        } finally {
+          await after.close();
+        }
+      },
+    );
+  });
+
+  it('releases an Active lease under the snapshot it froze, whatever the workers now run', async () => {
+    await inFreshHarness('postgres', { workers: false }, async (h) => {
+      const s = await setupScenario(h, { run: 'run-frozen-release' });
+      const before = await startWorkersWith(h, h.provider, { reconcileEveryMs: 600_000 });
+      const { operationId } = await json<{ operationId: string }>(
+        await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+      );
+      await waitForLease(h, s, (l) => l['state'] === 'Active');
+      await before.close();
+
+      const upgraded = countingProvider(new SimulatedProvider({ db: h.db, optionsRevision: '2' }));
+      const after = await startWorkersWith(h, upgraded, { reconcileEveryMs: 600_000 });
+      try {
+        const released = await h.request('POST', `${s.base}/release`, {
+          token: s.token,
+          body: { expectedLifecycleGeneration: 1, idempotencyKey: 'rel-frozen' },
+        });
+        expect(released.status).toBe(202);
+        await waitForLifecycle(h, s, 'Released');
+        expect(upgraded.calls.release).toBe(1);
+        expect(await h.provider.countResources({ operationId })).toBe(0);
+      } finally {
+        await after.close();
+      }
+    });
   });
 });

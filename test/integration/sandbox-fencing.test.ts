@@ -161,6 +161,7 @@ describe.each(backends)('fences (%s)', (backend) => {
         runtime: h.runtime,
         actor: 'worker:test',
         provider,
+        networkPolicies: h.networkPolicies,
         logger: pino({ level: 'silent' }),
         callTimeoutMs: 2_000,
       };

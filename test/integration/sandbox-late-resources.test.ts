@@ -405,10 +405,11 @@ describe('late resources', () => {
     const { operationId, late } = await recordedLateResource();
     const res = await h.request('POST', `${s.base}/sandbox/reconcile`, {
       token: s.token,
-      body: { operationId, resourceGeneration: 1, providerFence: 1 },
+      body: { operationId, resourceGeneration: 1, providerFence: 1, networkPolicyGeneration: 1 },
     });
     expect(res.status).toBe(200);
     expect(await json(res)).toMatchObject({
+      networkPolicy: { generation: 1, verified: true },
       operationId,
       state: 'Released',
       current: false,

@@ -77,6 +77,8 @@ export const observed = (fences: LeaseFences, finished: 'PodSucceeded' | null): 
   finished,
 });
 
+export const lost = (fences: LeaseFences): EnvironmentEvent => ({ type: 'sandbox.lost', ...fences });
+
 export const ownResource = (operationId: string): ResourceSummary => ({
   resourceId: `pod-${operationId}`,
   operationId,

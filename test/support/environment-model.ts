@@ -13,6 +13,7 @@ import {
   cleanupFailed,
   cleanupReleased,
   lateResource,
+  lost,
   sweep,
   environmentInput,
   observed,
@@ -141,6 +142,8 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     observed(fences, null),
     observed(fences, 'PodSucceeded'),
     observed(stale, 'PodSucceeded'),
+    lost(fences),
+    lost(stale),
   );
   for (const effect of openAttempts(state)) {
     // A describe answers with sandbox.observed (proposed above), never a provider.* result.

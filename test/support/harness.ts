@@ -31,6 +31,8 @@ export interface Harness {
   runtime: ActorRuntime<EnvironmentEvent>;
   services: Services;
   provider: SimulatedProvider;
+  /** The verifier admission and the workers' dispatch check use. */
+  networkPolicies: NetworkPolicyVerifier;
   workers: WorkerHost | null;
   close(): Promise<void>;
   request(
@@ -79,21 +81,24 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
   const active: SandboxProvider = options.sandboxProvider ?? provider;
   const logger = createLogger({ level: 'silent' });
   const runtime = createEnvironmentRuntime(db);
+  const networkPolicies = options.networkPolicies ?? new TableNetworkPolicies(db);
   const callTimeoutMs = (options.workers === false ? undefined : options.workers?.callTimeoutMs) ?? 2_000;
   const services = createServices({
     db,
     runtime,
-    runner: attemptRunner(runnerDeps({ db, runtime, provider: active, logger }, callTimeoutMs)),
+    runner: attemptRunner(
+      runnerDeps({ db, runtime, provider: active, logger, networkPolicies }, callTimeoutMs),
+    ),
     provider: active,
     authority,
     selections: options.selections ?? new TableRunSelections(db),
-    networkPolicies: options.networkPolicies ?? new TableNetworkPolicies(db),
+    networkPolicies,
   });
   const workers =
     options.workers === undefined || options.workers === false
       ? null
       : await startWorkers(
-          { db, runtime, provider: active, logger },
+          { db, runtime, provider: active, logger, networkPolicies },
           {
             reconcileEveryMs: 200,
             republishAfterMs: 500,
@@ -117,6 +122,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     runtime,
     services,
     provider,
+    networkPolicies,
     workers,
     async close() {
       await workers?.close();

@@ -245,7 +245,13 @@ export function startWorkersWith(
   settings: WorkerSettings = {},
 ): Promise<WorkerHost> {
   return startWorkers(
-    { db: h.db, runtime: h.runtime, provider, logger: pino({ level: 'silent' }) },
+    {
+      db: h.db,
+      runtime: h.runtime,
+      provider,
+      logger: pino({ level: 'silent' }),
+      networkPolicies: h.networkPolicies,
+    },
     { reconcileEveryMs: 200, republishAfterMs: 500, relayPollMs: 100, callTimeoutMs: 2_000, ...settings },
   );
 }

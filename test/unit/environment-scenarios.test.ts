@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import type { SandboxState } from '../../machines/environment-context.ts';
 import type { LifecycleState } from '../../machines/environment-context.ts';
-import { ownResource, provision, release } from '../support/environment-events.ts';
-import { step } from '../support/environment-model.ts';
+import { lost, ownResource, provision, release } from '../support/environment-events.ts';
+import { step, type ModelState } from '../support/environment-model.ts';
 import {
   abandonLease,
   answer,
@@ -255,6 +255,20 @@ const scenarios: Scenario[] = [
     effects: ['provision g1', 'release g1', 'listOwned g1', 'release g1'],
   },
   {
+    name: 'a sandbox that disappeared while Active is lost: released (its receipt proves it gone), then provisioned anew',
+    steps: [
+      provision('op-1'),
+      answer('provision', 'succeeded'),
+      (run) => lost(fencesOf(run)),
+      answer('release', 'succeeded'),
+      provision('op-2'),
+    ],
+    lifecycle: 'Registered',
+    sandbox: 'Provisioning',
+    leases: { 1: 'Released', 2: 'Provisioning' },
+    effects: ['provision g1', 'release g1', 'provision g2'],
+  },
+  {
     name: 'an Unknown release is not settled by an empty listOwned: release stays blocked until a receipt',
     steps: [
       provision('op-1'),
@@ -300,6 +314,12 @@ const scenarios: Scenario[] = [
     effects: ['provision g1', 'release g1', 'listOwned g1', 'release g1'],
   },
 ];
+
+const fencesOf = (run: ModelState) => {
+  const lease = run.snapshot.context.sandbox.lease;
+  if (lease === null) throw new Error('no lease');
+  return { resourceGeneration: lease.resourceGeneration, providerFence: lease.providerFence };
+};
 
 describe('Environment scenarios', () => {
   it.each(scenarios)('$name', ({ steps, lifecycle, sandbox, leases, effects }) => {
