@@ -22,8 +22,12 @@ import {
 } from '../store/attempts.ts';
 import { readCleanup, readOwnerFence } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
+import type { EnvironmentRow } from '../store/environments.ts';
 import { readCurrentLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
 import { acknowledgeAttemptOutbox } from '../store/outbox-relay-queries.ts';
+import { ForbiddenError, RunSelectionMissingError } from './errors.ts';
+import { Guard } from './guard.ts';
+import type { ProjectsAuthority, RunSelectionSource } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
 
 /** The lease state an attempt kind may run in: the state is the gate. */
@@ -66,6 +70,9 @@ export interface AttemptDeps {
   runtime: ActorRuntime<EnvironmentEvent>;
   /** Who is acting, for the journal (`worker:<host>:<pid>`). */
   actor: string;
+  /** Results that could make a lease dispatchable are committed under fresh authority. */
+  authority: ProjectsAuthority;
+  selections: RunSelectionSource;
 }
 
 type LeaseResultKind = 'provision' | 'release' | 'listOwned';
@@ -95,16 +102,20 @@ async function onAttempt<T>(
   deps: AttemptDeps,
   attemptId: string,
   missing: T,
-  body: (tx: Queryable, attempt: AttemptRow) => Promise<{ event: EnvironmentEvent | null; value: T }>,
+  body: (
+    tx: Queryable,
+    attempt: AttemptRow,
+    row: EnvironmentRow,
+  ) => Promise<{ event: EnvironmentEvent | null; value: T }>,
 ): Promise<T> {
   // The Environment of an attempt never changes, so it may be read before the lock.
   const environmentId = await readAttemptEnvironment(deps.db, attemptId);
   if (environmentId === null) return missing;
   const { value } = await deps.runtime.step(
     environmentId,
-    async (tx) => {
+    async (tx, row) => {
       const attempt = await readAttempt(tx, attemptId);
-      return attempt === null ? { event: null, value: missing } : body(tx, attempt);
+      return attempt === null ? { event: null, value: missing } : body(tx, attempt, row);
     },
     { actor: deps.actor },
   );
@@ -322,18 +333,25 @@ export function completeAttempt(
   attemptId: string,
   outcome: AttemptOutcome,
 ): Promise<boolean> {
-  return onAttempt(deps, attemptId, false, async (tx, attempt) => {
+  return onAttempt(deps, attemptId, false, async (tx, attempt, row) => {
     if (attempt.kind === 'cleanup')
       return { event: await completeCleanup(tx, attempt, outcome), value: true };
     if (attempt.kind === 'sweep') return { event: await completeSweep(tx, attempt, outcome), value: true };
     const settled = attempt.state !== 'Dispatched' && attempt.state !== 'Unknown';
     // A describe settled elsewhere has nothing left to tell.
     if (settled && attempt.kind === 'describe') return { event: null, value: false };
+    let authorityLapse: { code: string; message: string } | undefined;
     if (attempt.kind !== 'describe') {
       const lease = await readLeaseByOperation(tx, attempt.operationId);
       const terminal = lease === null || !isCurrentLeaseState(lease.state);
       if (settled || terminal)
         return { event: await lateResult(tx, attempt, outcome, lease), value: !settled };
+      // A success that could make the lease dispatchable: under the provisioner's fresh authority.
+      const mayActivate =
+        outcome.state === 'Succeeded' &&
+        (attempt.kind === 'provision' || attempt.kind === 'listOwned') &&
+        (lease.state === 'Provisioning' || lease.state === 'ReconciliationRequired');
+      if (mayActivate) authorityLapse = await authorityLapseOf(deps, tx, row, lease);
     }
     if (outcome.state === 'Succeeded') {
       await resolveAttempt(tx, attemptId, {
@@ -356,6 +374,7 @@ export function completeAttempt(
             resource: outcome.resource ?? null,
             receipt: outcome.receipt ?? null,
             resources: outcome.resources ?? null,
+            ...(authorityLapse === undefined ? {} : { authorityLapse }),
           }
         : {
             type: outcome.state === 'Failed' ? 'provider.failed' : 'provider.unknown',
@@ -364,6 +383,43 @@ export function completeAttempt(
           };
     return { event, value: true };
   });
+}
+
+/**
+ * Does the subject that provisioned the lease still hold its permissions, and the run its pinned
+ * selection, now (inside the transaction that commits the result)? What lapsed, or undefined. An
+ * authority that cannot answer counts as lapsed here: the result is kept, the lease is only parked.
+ */
+async function authorityLapseOf(
+  deps: AttemptDeps,
+  tx: Queryable,
+  row: EnvironmentRow,
+  lease: LeaseRow,
+): Promise<{ code: string; message: string } | undefined> {
+  const subject = lease.requestedBy;
+  if (subject === null) return undefined;
+  const guard = new Guard(deps, { tenantId: row.tenantId, subject }, row.projectId, [
+    'WriteProjects',
+    'ReadRunSelection',
+  ]);
+  try {
+    await guard.check(tx);
+    const selection = await guard.selection(row.runId, tx);
+    if (selection.selectionHash === row.runSelectionHash) return undefined;
+    return {
+      code: 'run-selection-changed',
+      message: `run ${row.runId} no longer has the selection it pinned`,
+    };
+  } catch (error) {
+    if (error instanceof ForbiddenError) {
+      return { code: 'authority-lapsed', message: `${subject} no longer holds ${error.missing.join(', ')}` };
+    }
+    if (error instanceof RunSelectionMissingError) {
+      return { code: 'run-selection-missing', message: `run ${row.runId} has no selection any more` };
+    }
+    const reason = error instanceof Error ? error.message : String(error);
+    return { code: 'authority-unavailable', message: `authority could not be confirmed: ${reason}` };
+  }
 }
 
 /**

@@ -166,6 +166,7 @@ async function reserveLease(
     resource: first?.resource ?? null,
     releaseReceipt: first?.releaseReceipt ?? null,
     failure: first?.failure ?? null,
+    requestedBy: event.requestedBy,
     revision: row.revision,
   });
   const attached = await attachVolume(tx, {

@@ -146,6 +146,7 @@ export class SandboxService {
         providerIdentity: { ...provider.identity },
         providerOptions: { ...provider.optionsSnapshot() },
         runSelection: { ...selection },
+        requestedBy: caller.subject,
       },
       guard.commit(address.runId),
     );

@@ -108,7 +108,7 @@ export async function composeSandlot(
     const runtime = createEnvironmentRuntime(db);
     const { networkPolicies } = chosen;
     const runner = attemptRunner(
-      runnerDeps({ db, runtime, provider, logger, networkPolicies }, config.workers.callTimeoutMs),
+      runnerDeps({ db, runtime, provider, logger, networkPolicies, ...ports }, config.workers.callTimeoutMs),
     );
     const services = createServices({
       db,
@@ -122,7 +122,7 @@ export async function composeSandlot(
     // processes' relays find them in PostgreSQL.
     if (options.workers !== false || config.redisUrl !== undefined) {
       workers = await startWorkers(
-        { db, runtime, provider, logger, networkPolicies },
+        { db, runtime, provider, logger, networkPolicies, ...ports },
         {
           ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
           ...(config.workers.concurrency === undefined ? {} : { concurrency: config.workers.concurrency }),

@@ -41,6 +41,12 @@ export interface LeaseContext {
   recovering: 'provision' | 'release' | null;
   reconcileAttemptId: string | null;
   failure: { code: string; message: string } | null;
+  /**
+   * A result arrived after the provisioning subject's authority (or the run's selection) lapsed:
+   * the lease waits in ReconciliationRequired, never dispatchable, until a caller with current
+   * authority releases it. Reconciliation does not revive it.
+   */
+  authorityLapse: { code: string; message: string } | null;
 }
 
 /** Unresolved mutating attempts (provision, release): they block Environment release. */

@@ -64,6 +64,8 @@ export const provisionEventSchema = z.strictObject({
   providerIdentity: json,
   providerOptions: json,
   runSelection: json,
+  /** The caller's subject: results are committed under its fresh authority. */
+  requestedBy: z.string(),
 });
 
 const leaseFences = {
@@ -131,6 +133,11 @@ export const succeededEventSchema = z.strictObject({
   resource: resourceSummarySchema.nullable(),
   receipt: json.nullable(),
   resources: z.array(resourceSummarySchema).nullable(),
+  /**
+   * Set when the provisioning subject's fresh authority or the run's pinned selection no longer
+   * held as this result was committed: the result stands, but the lease is parked, not dispatchable.
+   */
+  authorityLapse: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 
 export const failedEventSchema = z.strictObject({

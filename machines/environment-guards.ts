@@ -94,3 +94,10 @@ export function observedFinished(args: Args): boolean {
 
 export const reconcileIdle = ({ context }: Args): boolean =>
   context.sandbox.lease?.reconcileAttemptId == null;
+
+/** The result was committed after the provisioning subject's authority or the run selection lapsed. */
+export const authorityLapsed = ({ event }: Args): boolean =>
+  event.type === 'provider.succeeded' && event.authorityLapse !== undefined;
+
+/** The lease is parked for a lapsed authority: only a caller with current authority releases it. */
+export const parked = ({ context }: Args): boolean => context.sandbox.lease?.authorityLapse != null;

@@ -46,6 +46,7 @@ export function reserveLease({ context, event }: Args): SandboxContext {
       recovering: null,
       reconcileAttemptId: null,
       failure: null,
+      authorityLapse: null,
     },
   };
 }
@@ -152,6 +153,12 @@ export const confirmRelease = ({ context }: Args): SandboxContext =>
 
 export const clearReleaseConfirmation = ({ context }: Args): SandboxContext =>
   withLease(context.sandbox, { releaseConfirmed: false });
+
+/** The result stands (its resource is adopted), but the lease is parked: see LeaseContext. */
+export function parkForAuthority({ context, event }: Args): SandboxContext {
+  if (event.type !== 'provider.succeeded' || event.authorityLapse === undefined) return context.sandbox;
+  return withLease(context.sandbox, { authorityLapse: event.authorityLapse, failure: event.authorityLapse });
+}
 
 export const markLost = ({ context }: Args): SandboxContext =>
   withLease(context.sandbox, {

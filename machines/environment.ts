@@ -119,6 +119,8 @@ export const environmentMachine = setup({
     foundOwnResource: g.foundOwnResource,
     observedFinished: g.observedFinished,
     reconcileIdle: g.reconcileIdle,
+    authorityLapsed: g.authorityLapsed,
+    parked: g.parked,
     noOpenCleanup: c.noOpenCleanup,
     newCleanup: c.newCleanup,
     sweepsOtherLease: c.otherLease,
@@ -148,6 +150,7 @@ export const environmentMachine = setup({
     clearReleaseConfirmation: assign({ sandbox: u.clearReleaseConfirmation }),
     recordFailure: assign({ sandbox: u.recordFailure }),
     markLost: assign({ sandbox: u.markLost }),
+    parkForAuthority: assign({ sandbox: u.parkForAuthority }),
     settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
     addCleanup: assign({ cleanups: c.addCleanup }),
     countAttempt: assign({ sandbox: u.countAttempt }),
@@ -225,16 +228,30 @@ export const environmentMachine = setup({
           on: {
             // Provision is idempotent per operation: this result is the one deterministic resource,
             // so it is also the evidence for any earlier attempt of the operation left Unknown.
-            'provider.succeeded': {
-              guard: current('provision'),
-              target: 'Active',
-              actions: [
-                'settleAttempt',
-                'adoptResource',
-                resolveAll('Succeeded', RESOLVED.byRetry),
-                'settleAllUnresolved',
-              ],
-            },
+            'provider.succeeded': [
+              // The result stands, but the subject's authority lapsed: parked, never dispatchable.
+              {
+                guard: and([current('provision'), 'authorityLapsed']),
+                target: 'ReconciliationRequired',
+                actions: [
+                  'settleAttempt',
+                  'adoptResource',
+                  resolveAll('Succeeded', RESOLVED.byRetry),
+                  'settleAllUnresolved',
+                  'parkForAuthority',
+                ],
+              },
+              {
+                guard: current('provision'),
+                target: 'Active',
+                actions: [
+                  'settleAttempt',
+                  'adoptResource',
+                  resolveAll('Succeeded', RESOLVED.byRetry),
+                  'settleAllUnresolved',
+                ],
+              },
+            ],
             'provider.failed': {
               guard: current('provision'),
               target: 'Failed',
@@ -356,11 +373,43 @@ export const environmentMachine = setup({
         ReconciliationRequired: {
           entry: record('ReconciliationRequired'),
           on: {
+            // A parked lease is not revived by reconciliation; a caller with current authority
+            // releases it (environment.release below, or sandbox.abandon).
             'sandbox.reconcile': {
-              guard: and(['leaseMatches', 'reconcileIdle']),
+              guard: and(['leaseMatches', 'reconcileIdle', not('parked')]),
               actions: open('listOwned'),
             },
+            'environment.release': {
+              guard: and(['releaseAllowed', 'parked']),
+              target: 'Releasing',
+              actions: 'beginRelease',
+            },
             'provider.succeeded': [
+              {
+                guard: and([
+                  current('listOwned'),
+                  recoveringProvision,
+                  'foundOwnResource',
+                  'authorityLapsed',
+                ]),
+                actions: [
+                  resolveAll('Succeeded', 'found by exact listOwned'),
+                  'settleAllUnresolved',
+                  'adoptResource',
+                  'parkForAuthority',
+                  record('ReconciliationRequired'),
+                ],
+              },
+              {
+                guard: and([current('provision'), recoveringProvision, 'authorityLapsed']),
+                actions: [
+                  'settleAttempt',
+                  'adoptResource',
+                  'settleAllUnresolved',
+                  'parkForAuthority',
+                  record('ReconciliationRequired'),
+                ],
+              },
               {
                 guard: and([current('listOwned'), recoveringProvision, 'foundOwnResource']),
                 target: 'Active',

@@ -53,3 +53,7 @@ ALTER TABLE sandbox_leases ADD COLUMN terminal_at timestamptz;
 ALTER TABLE sandbox_leases ADD COLUMN late_sweeps integer NOT NULL DEFAULT 0;
 CREATE INDEX sandbox_leases_sweep_due ON sandbox_leases (terminal_at)
   WHERE state IN ('Released', 'Failed') AND late_sweeps < 2;
+
+-- Who provisioned the lease: a provider result is committed only under that subject's fresh
+-- authority and the run's pinned selection; otherwise the lease is parked (never dispatchable).
+ALTER TABLE sandbox_leases ADD COLUMN requested_by text;

@@ -19,6 +19,8 @@ export interface LeaseRow {
   providerIdentity: Record<string, unknown>;
   providerOptions: Record<string, unknown>;
   recoveryRequest: Record<string, unknown>;
+  /** The subject that provisioned the lease (null for leases from before it was recorded). */
+  requestedBy: string | null;
   workspace: WorkspaceMount;
   networkPolicyGeneration: number;
   resource: {
@@ -38,7 +40,7 @@ const columns = `environment_id AS "environmentId", resource_generation AS "reso
   operation_id AS "operationId", lifecycle_generation AS "lifecycleGeneration", provider_fence AS "providerFence",
   current_fencing_generation AS "currentFencingGeneration", state, idempotency_key AS "idempotencyKey",
   run_selection AS "runSelection", provider_identity AS "providerIdentity", provider_options AS "providerOptions",
-  recovery_request AS "recoveryRequest", workspace, network_policy_generation AS "networkPolicyGeneration",
+  recovery_request AS "recoveryRequest", requested_by AS "requestedBy", workspace, network_policy_generation AS "networkPolicyGeneration",
   resource, release_receipt AS "releaseReceipt", failure, revision::int AS revision,
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
@@ -52,8 +54,8 @@ export async function insertLease(tx: Queryable, lease: NewLease): Promise<void>
     `INSERT INTO sandbox_leases (environment_id, resource_generation, operation_id, lifecycle_generation,
        provider_fence, current_fencing_generation, state, idempotency_key, run_selection, provider_identity,
        provider_options, recovery_request, workspace, network_policy_generation, revision,
-       resource, release_receipt, failure)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+       resource, release_receipt, failure, requested_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
     [
       lease.environmentId,
       lease.resourceGeneration,
@@ -73,6 +75,7 @@ export async function insertLease(tx: Queryable, lease: NewLease): Promise<void>
       jsonOrNull(lease.resource),
       jsonOrNull(lease.releaseReceipt),
       jsonOrNull(lease.failure),
+      lease.requestedBy,
     ],
   );
 }

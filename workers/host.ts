@@ -6,10 +6,12 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { EnvironmentRuntime } from '../actors/services.ts';
-import type { NetworkPolicyVerifier } from '../actors/ports.ts';
+import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from '../actors/ports.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
+import { GrantsAuthority } from '../store/grants.ts';
 import { TableNetworkPolicies } from '../store/network-policies.ts';
+import { TableRunSelections } from '../store/run-selections.ts';
 import { BullmqEffectQueue } from './bullmq-effect-queue.ts';
 import { BullmqScheduler } from './bullmq-scheduler.ts';
 import { attemptRunner, effectProcessor, type EffectProcessorDeps } from './effect-processor.ts';
@@ -49,6 +51,12 @@ export interface WorkerDeps {
    * (`TableNetworkPolicies`); a deployment on Agent Sandbox passes the Cilium verifier.
    */
   networkPolicies?: NetworkPolicyVerifier;
+  /**
+   * Whose fresh authority a result that could make a lease dispatchable is committed under.
+   * Default: the embedded grants and run-selection tables; production passes its HTTP clients.
+   */
+  authority?: ProjectsAuthority;
+  selections?: RunSelectionSource;
 }
 
 export interface WorkerHost {
@@ -68,6 +76,8 @@ export function runnerDeps(deps: WorkerDeps, callTimeoutMs = 30_000): EffectProc
     actor: workerActor(),
     provider: deps.provider,
     networkPolicies: deps.networkPolicies ?? new TableNetworkPolicies(deps.db),
+    authority: deps.authority ?? new GrantsAuthority(deps.db),
+    selections: deps.selections ?? new TableRunSelections(deps.db),
     logger: deps.logger.child({ component: 'workers' }),
     callTimeoutMs,
   };

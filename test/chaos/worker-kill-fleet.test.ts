@@ -9,7 +9,7 @@ import { startWorkers, type WorkerHost } from '../../workers/host.ts';
 import { deleteKeys, redisUrl, silentLogger, uniquePrefix, waitFor } from '../integration/workers-support.ts';
 import {
   databaseUrlFor,
-  dummyProductionSettings,
+  productionStandIns,
   startWorkerProcess,
   type WorkerProcess,
 } from '../support/chaos-worker.ts';
@@ -28,15 +28,18 @@ describe('chaos: SIGKILL of an all-in-one process during provisions', () => {
   let h: Harness;
   let child: WorkerProcess | undefined;
   let live: WorkerHost | undefined;
+  let standIns: Awaited<ReturnType<typeof productionStandIns>>;
 
   beforeAll(async () => {
     pg = await isolatedPostgres();
     h = await buildHarness(pg.open(), { workers: false });
+    standIns = await productionStandIns(h);
   });
   afterAll(async () => {
     if (child !== undefined && !child.exited) await child.stop('SIGKILL');
     await live?.close();
     await h.close();
+    await standIns?.close();
     await deleteKeys(url, prefix);
     await pg.drop();
   });
@@ -73,7 +76,7 @@ describe('chaos: SIGKILL of an all-in-one process during provisions', () => {
     // flight. It runs the same workers as `sandlot worker`, next to its API.
     child = await startWorkerProcess(
       {
-        ...dummyProductionSettings,
+        ...standIns.settings,
         DATABASE_URL: databaseUrlFor(testDatabaseUrl, pg.schema),
         REDIS_URL: url,
         SANDLOT_BULLMQ_PREFIX: prefix,

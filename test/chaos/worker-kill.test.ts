@@ -25,7 +25,7 @@ import type { Database } from '../../store/db.ts';
 import { deleteKeys, uniquePrefix } from '../integration/workers-support.ts';
 import {
   databaseUrlFor,
-  dummyProductionSettings,
+  productionStandIns,
   startWorkerProcess,
   type WorkerProcess,
 } from '../support/chaos-worker.ts';
@@ -101,8 +101,10 @@ describe('chaos: a worker process SIGKILLed between Dispatched and the result', 
   const prefix = uniquePrefix().replace('sandlot-test-', 'chaos-kill-');
   const children: WorkerProcess[] = [];
 
+  let standIns: Awaited<ReturnType<typeof productionStandIns>>;
+
   const workerEnv = (script: readonly object[]): Record<string, string> => ({
-    ...dummyProductionSettings,
+    ...standIns.settings,
     DATABASE_URL: databaseUrlFor(testDatabaseUrl, pg.schema),
     REDIS_URL,
     SANDLOT_BULLMQ_PREFIX: prefix,
@@ -121,6 +123,7 @@ describe('chaos: a worker process SIGKILLed between Dispatched and the result', 
     pg = await isolatedPostgres();
     // Migrated here, before any child starts; the API side runs no workers at all.
     h = await buildHarness(pg.open(), { workers: false });
+    standIns = await productionStandIns(h);
   });
   afterEach(async () => {
     for (const child of children.splice(0)) if (!child.exited) await child.stop('SIGTERM');
@@ -128,6 +131,7 @@ describe('chaos: a worker process SIGKILLed between Dispatched and the result', 
   afterAll(async () => {
     for (const child of children.splice(0)) if (!child.exited) await child.stop('SIGKILL');
     await h?.close();
+    await standIns?.close();
     await pg?.drop();
     await deleteKeys(REDIS_URL, prefix);
   });

@@ -88,16 +88,17 @@ describe('production mode (JWKS, HTTP Projects and run selection, PostgreSQL)', 
     db = pg.open();
     await migrate(db);
     const authority = new HttpProjectsAuthority(fake.projectsUrl, TIMEOUT_MS);
+    const selections = new HttpRunSelections(fake.runSelectionUrl, TIMEOUT_MS);
     const provider = new SimulatedProvider({ db, optionsRevision: '1' });
     const runtime = createEnvironmentRuntime(db);
     const logger = pino({ level: 'silent' });
     const services = createServices({
       db,
       runtime,
-      runner: attemptRunner(runnerDeps({ db, runtime, provider, logger })),
+      runner: attemptRunner(runnerDeps({ db, runtime, provider, logger, authority, selections })),
       provider,
       authority,
-      selections: new HttpRunSelections(fake.runSelectionUrl, TIMEOUT_MS),
+      selections,
       networkPolicies: new TableNetworkPolicies(db),
     });
     app = createApp({

@@ -162,6 +162,8 @@ describe.each(backends)('fences (%s)', (backend) => {
         actor: 'worker:test',
         provider,
         networkPolicies: h.networkPolicies,
+        authority: h.authority,
+        selections: h.selections,
         logger: pino({ level: 'silent' }),
         callTimeoutMs: 2_000,
       };

@@ -88,6 +88,7 @@ describe.each(backends)('one current lease per Environment (%s)', (backend) => {
       providerIdentity: row['provider_identity'] as Record<string, unknown>,
       providerOptions: row['provider_options'] as Record<string, unknown>,
       recoveryRequest: {},
+      requestedBy: null,
       workspace: row['workspace'] as never,
       networkPolicyGeneration: 1,
       state: 'Provisioning',

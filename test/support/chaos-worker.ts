@@ -2,6 +2,7 @@
 // operator would start it, watched until it says it runs, and killed (SIGKILL) or stopped (SIGTERM).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { fakeAudience, fakeIssuer, startFakeServices, type MirrorOf } from './fake-services.ts';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -16,13 +17,26 @@ export interface WorkerProcess {
 
 const READY = 'sandlot worker running';
 
-/** The settings of production mode the worker validates at start-up but never calls. */
-export const dummyProductionSettings: Record<string, string> = {
-  SANDLOT_JWT_ISSUER: 'https://issuer.chaos.invalid/',
-  SANDLOT_JWKS_URL: 'http://127.0.0.1:9/jwks',
-  SANDLOT_PROJECTS_URL: 'http://127.0.0.1:9/projects',
-  SANDLOT_RUN_SELECTION_URL: 'http://127.0.0.1:9/selection',
-};
+/**
+ * Production mode's external services for a child process, as stand-ins on 127.0.0.1: the JWKS, and
+ * Projects and run selection answering from `mirror` (the test harness's tables), because a worker
+ * commits provider results under the provisioning subject's fresh authority.
+ */
+export async function productionStandIns(
+  mirror: MirrorOf,
+): Promise<{ settings: Record<string, string>; close(): Promise<void> }> {
+  const fake = await startFakeServices({ mirror });
+  return {
+    settings: {
+      SANDLOT_JWT_ISSUER: fakeIssuer,
+      SANDLOT_JWT_AUDIENCE: fakeAudience,
+      SANDLOT_JWKS_URL: fake.jwksUrl,
+      SANDLOT_PROJECTS_URL: fake.projectsUrl,
+      SANDLOT_RUN_SELECTION_URL: fake.runSelectionUrl,
+    },
+    close: () => fake.close(),
+  };
+}
 
 /** A PostgreSQL URL whose connections use `schema` (pg passes `options` to the server). */
 export function databaseUrlFor(baseUrl: string, schema: string): string {

@@ -48,6 +48,7 @@ export const provision = (operationId: string): EnvironmentEvent => ({
   providerIdentity: { provider: 'simulated' },
   providerOptions: {},
   runSelection: {},
+  requestedBy: 'alice',
 });
 
 export const release = (expectedLifecycleGeneration = 1): EnvironmentEvent => ({

@@ -82,6 +82,13 @@ function genuineResults(effect: ProviderEffect): EnvironmentEvent[] {
   if (effect.kind === 'listOwned') {
     events.push(result(effect, 'succeeded', []), result(effect, 'succeeded', [ownResource('op-other')]));
   }
+  // The same success, committed after the provisioning subject lost its authority.
+  if (effect.kind === 'provision' || effect.kind === 'listOwned') {
+    const success = result(effect, 'succeeded');
+    if (success.type === 'provider.succeeded') {
+      events.push({ ...success, authorityLapse: { code: 'authority-lapsed', message: 'revoked' } });
+    }
+  }
   return events;
 }
 
@@ -224,6 +231,7 @@ export function serializeModel(state: ModelState): string {
       finished: lease.finished,
       release: lease.release?.reason ?? null,
       failed: lease.failure !== null,
+      parked: lease.authorityLapse !== null,
     },
     attempts,
     cleanups: Object.values(context.cleanups).map((item) => [

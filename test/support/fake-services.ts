@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import type { ProjectsAuthority, RunSelectionSource } from '../../actors/ports.ts';
 
 export type Service = 'projects' | 'selection';
 export type Failure = 'status-500' | 'status-502' | 'hang' | 'not-json' | 'bad-shape';
@@ -55,7 +56,17 @@ export interface FakeServices {
 
 const keyOf = (...parts: string[]) => JSON.stringify(parts);
 
-export async function startFakeServices(): Promise<FakeServices> {
+/**
+ * Answer Projects and run selection from these ports instead of the fake's own maps: a process in
+ * production mode then sees exactly what a test's embedded tables hold (grants, selections).
+ */
+export interface MirrorOf {
+  authority: ProjectsAuthority;
+  selections: RunSelectionSource;
+}
+
+export async function startFakeServices(options: { mirror?: MirrorOf } = {}): Promise<FakeServices> {
+  const { mirror } = options;
   const signing = await generateKeyPair('ES256');
   const kid = 'fake-es256-1';
   const jwks = { keys: [{ ...(await exportJWK(signing.publicKey)), kid, alg: 'ES256', use: 'sig' }] };
@@ -101,6 +112,24 @@ export async function startFakeServices(): Promise<FakeServices> {
     return true;
   };
 
+  const mirrored = async (
+    res: ServerResponse,
+    m: MirrorOf,
+    kind: 'projects' | 'selection',
+    parts: string[],
+  ) => {
+    const [tenant, project, third] = parts as [string, string, string];
+    if (kind === 'projects') {
+      const granted = await m.authority.permissions({ tenantId: tenant, subject: third }, project);
+      if (granted.size === 0) send(res, 404, { error: 'no such subject on this project' });
+      else send(res, 200, { permissions: [...granted] });
+      return;
+    }
+    const selection = await m.selections.get(tenant, project, third);
+    if (selection === null) send(res, 404, { error: 'no selection for this run' });
+    else send(res, 200, { candidates: selection.candidates });
+  };
+
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const { pathname } = new URL(req.url ?? '/', 'http://fake');
     const seen = (service: SeenRequest['service']) =>
@@ -113,6 +142,12 @@ export async function startFakeServices(): Promise<FakeServices> {
     } else if (req.method === 'GET' && permissions !== null) {
       seen('projects');
       if (failed('projects', res)) return;
+      if (mirror !== undefined) {
+        mirrored(res, mirror, 'projects', permissions.slice(1).map(decodeURIComponent)).catch(() =>
+          send(res, 500, { error: 'mirror failed' }),
+        );
+        return;
+      }
       const [tenant, project, subject] = permissions.slice(1).map(decodeURIComponent) as [
         string,
         string,
@@ -124,6 +159,12 @@ export async function startFakeServices(): Promise<FakeServices> {
     } else if (req.method === 'GET' && selection !== null) {
       seen('selection');
       if (failed('selection', res)) return;
+      if (mirror !== undefined) {
+        mirrored(res, mirror, 'selection', selection.slice(1).map(decodeURIComponent)).catch(() =>
+          send(res, 500, { error: 'mirror failed' }),
+        );
+        return;
+      }
       const [tenant, project, run] = selection.slice(1).map(decodeURIComponent) as [string, string, string];
       const candidates = selections.get(keyOf(tenant, project, run));
       if (candidates === undefined) send(res, 404, { error: 'no selection for this run' });

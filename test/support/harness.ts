@@ -33,6 +33,9 @@ export interface Harness {
   provider: SimulatedProvider;
   /** The verifier admission and the workers' dispatch check use. */
   networkPolicies: NetworkPolicyVerifier;
+  /** The authority and selection source admission and the workers' result commits use. */
+  authority: ProjectsAuthority;
+  selections: RunSelectionSource;
   workers: WorkerHost | null;
   close(): Promise<void>;
   request(
@@ -82,6 +85,9 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
   const logger = createLogger({ level: 'silent' });
   const runtime = createEnvironmentRuntime(db);
   const networkPolicies = options.networkPolicies ?? new TableNetworkPolicies(db);
+  const selections = options.selections ?? new TableRunSelections(db);
+  // What the workers check at dispatch and when they commit a result, as admission does.
+  const ports = { networkPolicies, authority, selections };
   const callTimeoutMs = (options.workers === false ? undefined : options.workers?.callTimeoutMs) ?? 2_000;
   const services = createServices({
     db,
@@ -91,14 +97,14 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     ),
     provider: active,
     authority,
-    selections: options.selections ?? new TableRunSelections(db),
+    selections,
     networkPolicies,
   });
   const workers =
     options.workers === undefined || options.workers === false
       ? null
       : await startWorkers(
-          { db, runtime, provider: active, logger, networkPolicies },
+          { db, runtime, provider: active, logger, ...ports },
           {
             reconcileEveryMs: 200,
             republishAfterMs: 500,
@@ -123,6 +129,8 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     services,
     provider,
     networkPolicies,
+    authority,
+    selections,
     workers,
     async close() {
       await workers?.close();

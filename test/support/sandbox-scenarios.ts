@@ -251,6 +251,8 @@ export function startWorkersWith(
       provider,
       logger: pino({ level: 'silent' }),
       networkPolicies: h.networkPolicies,
+      authority: h.authority,
+      selections: h.selections,
     },
     { reconcileEveryMs: 200, republishAfterMs: 500, relayPollMs: 100, callTimeoutMs: 2_000, ...settings },
   );

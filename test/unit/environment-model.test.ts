@@ -208,6 +208,19 @@ const invariants: [string, (edge: Edge) => string | null][] = [
     },
   ],
   [
+    '(k) a result committed after the authority lapsed never makes the lease Active, and nothing revives it',
+    ({ from, event, to }) => {
+      const becameActive = sandboxOf(to) === 'Active' && sandboxOf(from) !== 'Active';
+      if (!becameActive) return null;
+      if (event.type === 'provider.succeeded' && event.authorityLapse !== undefined) {
+        return 'Active from a result committed under a lapsed authority';
+      }
+      return from.snapshot.context.sandbox.lease?.authorityLapse != null
+        ? 'a parked lease became Active'
+        : null;
+    },
+  ],
+  [
     '(g) an empty listOwned settles no unresolved attempt',
     ({ from, event, to }) => {
       if (event.type !== 'provider.succeeded' || event.kind !== 'listOwned') return null;
