@@ -44,7 +44,13 @@ export type BeginResult =
 
 /** What an exact describe saw: the resource's phase, or that the provider answered it is absent. */
 export type Observation =
-  | { present: true; phase: 'pending' | 'scheduled' | 'image-ready' | 'started'; finished: Finished | null }
+  | {
+      present: true;
+      phase: 'pending' | 'scheduled' | 'image-ready' | 'started';
+      finished: Finished | null;
+      /** The UID of the Pod that answers, where the provider has Pods (Kubernetes). */
+      podUid?: string;
+    }
   | { present: false };
 type Finished = 'PodSucceeded' | 'PodFailed';
 
@@ -461,14 +467,17 @@ function observedEvent(attempt: AttemptRow, lease: LeaseRow | null, outcome: Att
     };
     return lost;
   }
-  const { phase, finished } = outcome.observation;
-  if (phase === lease?.resource?.phase && finished === null) return null;
+  const { phase, finished, podUid } = outcome.observation;
+  // The first Pod seen is recorded with the lease's placement; a different one later is not.
+  const firstPod = podUid !== undefined && lease?.resource?.placement['podUid'] === undefined;
+  if (phase === lease?.resource?.phase && finished === null && !firstPod) return null;
   const event: EnvironmentEvent = {
     type: 'sandbox.observed',
     resourceGeneration: attempt.resourceGeneration,
     providerFence: attempt.providerFence,
     phase,
     finished,
+    ...(podUid === undefined ? {} : { podUid }),
   };
   return event;
 }

@@ -14,6 +14,8 @@ export interface Observation {
   exact: boolean;
   phase: string | null;
   finished: string | null;
+  /** The Pod that answered, where the provider has Pods. */
+  podUid?: string;
   error: { code: string; message: string } | null;
 }
 
@@ -26,7 +28,12 @@ export interface ObserveDeps {
 
 /** The receipt a describe attempt records (workers/effect-processor.ts). */
 const describeReceipt = z.discriminatedUnion('present', [
-  z.object({ present: z.literal(true), phase: z.string(), finished: z.string().nullable() }),
+  z.object({
+    present: z.literal(true),
+    phase: z.string(),
+    finished: z.string().nullable(),
+    podUid: z.string().optional(),
+  }),
   z.object({ present: z.literal(false) }),
 ]);
 
@@ -37,9 +44,9 @@ function observationOf(attempt: AttemptRow | null, timeoutMs: number): Observati
   switch (attempt.state) {
     case 'Succeeded': {
       const receipt = describeReceipt.parse(attempt.receipt);
-      return receipt.present
-        ? { exact: true, phase: receipt.phase, finished: receipt.finished, error: null }
-        : { ...none, error: null };
+      if (!receipt.present) return { ...none, error: null };
+      const observed = { exact: true, phase: receipt.phase, finished: receipt.finished, error: null };
+      return receipt.podUid === undefined ? observed : { ...observed, podUid: receipt.podUid };
     }
     case 'Pending':
     case 'Dispatched':

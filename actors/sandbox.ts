@@ -207,18 +207,34 @@ export class SandboxService {
       networkPolicyGeneration !== undefined &&
       networkPolicyGeneration === lease.networkPolicyGeneration &&
       (await networkPolicyVerified(networkPolicies, env.tenantId, env.projectId, networkPolicyGeneration));
+    const after = (await readLeaseByOperation(db, lease.operationId)) ?? lease;
+    // Traffic stops when the Pod answering is not the one the lease mapped (a reused name, or
+    // status that is stale): never ready, and the observation says why.
+    const mapped = after.resource?.placement['podUid'];
+    const replaced =
+      observation?.podUid !== undefined && mapped !== undefined && observation.podUid !== mapped;
+    const seen: Observation | null =
+      replaced && observation !== null
+        ? {
+            ...observation,
+            error: {
+              code: 'pod-replaced',
+              message: `the Pod answering (UID ${observation.podUid}) is not the one this lease mapped (UID ${mapped}); a name was reused or status is stale`,
+            },
+          }
+        : observation;
     const ready =
       lease.state === 'Active' &&
-      observation?.exact === true &&
-      observation.finished === null &&
-      observation.phase === (this.deps.readyPhase ?? 'started') &&
+      seen?.exact === true &&
+      seen.finished === null &&
+      seen.phase === (this.deps.readyPhase ?? 'started') &&
+      !replaced &&
       verified;
-    const after = (await readLeaseByOperation(db, lease.operationId)) ?? lease;
     await guard.check();
     return {
       lease: leaseView(after),
       readyForDispatch: ready,
-      observation,
+      observation: seen,
       networkPolicy: { generation: networkPolicyGeneration ?? null, verified },
     };
   }

@@ -52,6 +52,8 @@ export const inspectSchema = z
         exact: z.boolean(),
         phase: z.string().nullable(),
         finished: z.string().nullable(),
+        /** The Pod that answered (Kubernetes); `pod-replaced` when it is not the one mapped. */
+        podUid: z.string().optional(),
         error: z.object({ code: z.string(), message: z.string() }).nullable(),
       })
       .nullable(),

@@ -96,6 +96,8 @@ export const observedEventSchema = z.strictObject({
   ...leaseFences,
   phase: z.enum(['pending', 'scheduled', 'image-ready', 'started']),
   finished: z.enum(['PodSucceeded', 'PodFailed']).nullable(),
+  /** The Pod that answered (Kubernetes): recorded in the lease's placement when none was yet. */
+  podUid: z.string().optional(),
 });
 
 /**

@@ -118,8 +118,14 @@ export function adoptResource({ context, event }: Args): SandboxContext {
 export function recordObservation({ context, event }: Args): SandboxContext {
   if (event.type !== 'sandbox.observed') return context.sandbox;
   const resource: ResourceSummary | null = context.sandbox.lease?.resource ?? null;
+  // The mapping keeps the first Pod it saw: a Pod with another UID later is evidence (a reused name
+  // or stale status), which readiness refuses, not a new truth to record over the old.
+  const placement =
+    resource === null || event.podUid === undefined || resource.placement['podUid'] !== undefined
+      ? resource?.placement
+      : { ...resource.placement, podUid: event.podUid };
   return withLease(context.sandbox, {
-    resource: resource === null ? null : { ...resource, phase: event.phase },
+    resource: resource === null ? null : { ...resource, phase: event.phase, placement: placement ?? {} },
     finished: event.finished,
   });
 }

@@ -91,6 +91,7 @@ async function call(
               present: true,
               phase: result.resource.phase,
               finished: result.resource.finished?.reason ?? null,
+              ...podOf(result.resource.placement),
             }
           : { present: false },
       };
@@ -159,6 +160,12 @@ async function call(
     }
   }
 }
+
+/** The Pod's UID, where the provider reports one (Kubernetes placement). */
+const podOf = (placement: Readonly<Record<string, string>>) => {
+  const podUid = placement['podUid'];
+  return podUid === undefined || podUid === '' ? {} : { podUid };
+};
 
 function failureOutcome(attempt: AttemptRow, error: unknown): AttemptOutcome {
   const kind = classifyProviderFailure(error);

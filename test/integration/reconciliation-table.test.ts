@@ -6,9 +6,10 @@
 // the lease (GET …/sandbox), the provider attempts, the late-resource cleanup records, and what the
 // provider actually holds.
 //
-// Rows deferred to issues E7/E12 (they need later features): lease expiry; Pod UID mismatch → stop
-// traffic; a resource of an older source lifecycle generation (its Workspace rule is tested on
+// Rows deferred to issues E7/E12 (they need later features): lease expiry; a resource of an older
+// source lifecycle generation (its Workspace rule is tested on
 // snapshot fixtures in test/unit/environment-cleanup.test.ts until lifecycle generations advance).
+import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NetworkPolicyVerifier } from '../../actors/ports.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -32,7 +33,7 @@ import {
 } from '../support/fake-cluster-harness.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
-import { environmentRows, setupCustomScenario, sleep } from '../support/sandbox-scenarios.ts';
+import { environmentRows, eventually, setupCustomScenario, sleep } from '../support/sandbox-scenarios.ts';
 
 const logger = createLogger({ level: 'silent' });
 const EXT = 'extensions.agents.x-k8s.io/v1beta1';
@@ -62,6 +63,8 @@ interface Subject {
   armStray(): ((operationId: string) => string) | null;
   /** Deletes the operation's resource behind Sandlot's back. */
   deleteBehindBack(operationId: string, resourceId: string): Promise<void>;
+  /** Gives the operation's Pod another UID under the same name (a reused name), where there are Pods. */
+  replacePod(operationId: string): void;
   /** How many live resources the provider holds for the operation. */
   live(operationId: string): Promise<number>;
   /** How many resources the provider ever made for the operation (released ones included). */
@@ -88,6 +91,9 @@ async function simulatedSubject(): Promise<Subject> {
     armStray: () => {
       h.provider.injectFault('provision', 'duplicate-resource');
       return (operationId) => `${operationId}/stray`;
+    },
+    replacePod: () => {
+      throw new Error('the simulated provider has no Pods');
     },
     deleteBehindBack: async (_operationId, resourceId) => {
       await markSimulatedResourceDeleted(h.db, resourceId, Date.now());
@@ -130,6 +136,11 @@ async function agentSandboxSubject(): Promise<Subject> {
     loseNextCreateAnswer: () =>
       fake.faults.dropResponseAfterApply({ verb: 'create', resource: 'sandboxclaims' }),
     armStray: () => null,
+    replacePod: (operationId) => {
+      fake.objects.mutate(refs.pod(objectNames(operationId).claim), (pod) => {
+        pod.metadata.uid = randomUUID();
+      });
+    },
     deleteBehindBack: (operationId) => {
       // The claim, its Sandbox and its Pod vanish (as a cluster operator's delete would leave it).
       const { claim } = objectNames(operationId);
@@ -601,6 +612,46 @@ const rows: Row[] = [
       const recorded = (await cleanups(t)).filter((c) => c.state !== 'Released').map((c) => c.resourceId);
       expect(await subject.liveResourceIds(owner.ownerHash)).toEqual([active.resourceId, ...recorded].sort());
       expect(await leaseOf(t)).toMatchObject({ operationId, state: 'Active', resourceId: active.resourceId });
+    },
+  },
+  {
+    row: 7,
+    condition: 'the Pod answering has another UID than the one the lease mapped',
+    action: 'stop traffic: never ready (a name was reused or status is stale)',
+    // Only Kubernetes has Pods; the simulated provider's placement names none.
+    appliesTo: (provider) => provider === 'agent-sandbox',
+    async run(t) {
+      const { subject } = t;
+      await t.startWorkers();
+      const { operationId } = await provision(t);
+      await waitLease(t, (l) => l.state === 'Active');
+      const inspect = async () =>
+        json<{
+          readyForDispatch: boolean;
+          observation: { podUid?: string; error: { code: string } | null } | null;
+          lease: { placement: Record<string, string> | null };
+        }>(
+          await subject.h.request('GET', `${t.s.base}/sandbox?networkPolicyGeneration=1`, {
+            token: t.s.token,
+          }),
+        );
+      // An exact observation maps the Pod that answers.
+      const mapped = await eventually('the Pod to be mapped and ready', async () => {
+        const seen = await inspect();
+        return seen.readyForDispatch && seen.lease.placement?.['podUid'] !== undefined ? seen : undefined;
+      });
+      const podUid = mapped.lease.placement?.['podUid'];
+      expect(mapped.observation?.podUid).toBe(podUid);
+
+      subject.replacePod(operationId);
+      const replaced = await inspect();
+      expect(replaced.readyForDispatch).toBe(false);
+      expect(replaced.observation?.error).toMatchObject({ code: 'pod-replaced' });
+      expect(replaced.observation?.podUid).not.toBe(podUid);
+      // The mapping keeps the Pod it recorded; the lease stays Active and nothing is released.
+      expect(replaced.lease.placement?.['podUid']).toBe(podUid);
+      expect(await leaseOf(t)).toMatchObject({ operationId, state: 'Active' });
+      expect(await subject.live(operationId)).toBe(1);
     },
   },
 ];
