@@ -9,7 +9,7 @@
 //             still recorded; a resource it created that no current lease owns gets a cleanup record.
 //   expire:   a Dispatched attempt past its deadline becomes Unknown (the reconciler's move).
 import type { EnvironmentEvent, LateResource, ResourceSummary } from '../machines/environment-events.ts';
-import { isCurrentLeaseState } from '../machines/environment-context.ts';
+import { isCurrentLeaseState, type AuthorityLapseCode } from '../machines/environment-context.ts';
 import { attemptRequestSchema, type EffectKind } from '../machines/environment-effects.ts';
 import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import {
@@ -401,7 +401,7 @@ async function authorityLapseOf(
   tx: Queryable,
   row: EnvironmentRow,
   lease: LeaseRow,
-): Promise<{ code: string; message: string } | undefined> {
+): Promise<{ code: AuthorityLapseCode; message: string } | undefined> {
   const subject = lease.requestedBy;
   if (subject === null) return undefined;
   const guard = new Guard(deps, { tenantId: row.tenantId, subject }, row.projectId, [

@@ -18,6 +18,18 @@ export const currentLeaseStates = ['Provisioning', 'Active', 'Releasing', 'Recon
 export const isCurrentLeaseState = (state: string): boolean =>
   (currentLeaseStates as readonly string[]).includes(state);
 
+/**
+ * Why a lease is parked (its `failure.code` while `authorityLapse` is set): the provisioning
+ * subject's authority or the run's pinned selection did not hold when a result was committed.
+ */
+export const authorityLapseCodes = [
+  'authority-lapsed',
+  'run-selection-changed',
+  'run-selection-missing',
+  'authority-unavailable',
+] as const;
+export type AuthorityLapseCode = (typeof authorityLapseCodes)[number];
+
 export type ReleaseReason = 'abandon' | 'lifecycle' | 'retired' | 'lost';
 
 export interface LeaseContext {

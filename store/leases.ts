@@ -1,6 +1,6 @@
 // Sandbox lease rows. One current lease per Environment is enforced by the partial unique index
 // sandbox_leases_one_current (migration 0002) as well as by the machine; old generations stay.
-import { currentLeaseStates } from '../machines/environment-context.ts';
+import { authorityLapseCodes, currentLeaseStates } from '../machines/environment-context.ts';
 import type { WorkspaceMount } from '../providers/provider.ts';
 import type { Queryable } from './db.ts';
 
@@ -164,10 +164,17 @@ export async function readLeaseByOperation(q: Queryable, operationId: string): P
 }
 
 /** Environments whose current lease waits for reconciliation (the reconciler's work list). */
+/**
+ * Leases waiting in ReconciliationRequired that reconciliation can move: a lease parked for a lapsed
+ * authority is left to a caller who holds authority (the machine would refuse it anyway).
+ */
 export async function leasesNeedingReconciliation(q: Queryable, limit: number): Promise<LeaseRow[]> {
   const { rows } = await q.query<LeaseRow>(
-    `SELECT ${columns} FROM sandbox_leases WHERE state = 'ReconciliationRequired' ORDER BY updated_at LIMIT $1`,
-    [limit],
+    `SELECT ${columns} FROM sandbox_leases
+      WHERE state = 'ReconciliationRequired'
+        AND (failure IS NULL OR NOT (failure->>'code' = ANY($2::text[])))
+      ORDER BY updated_at LIMIT $1`,
+    [limit, [...authorityLapseCodes]],
   );
   return rows;
 }

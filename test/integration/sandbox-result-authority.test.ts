@@ -4,6 +4,8 @@
 // revived by reconciliation, and released only by a caller who holds authority now.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readAttemptsOfOperation } from '../../store/attempts.ts';
+import { leasesNeedingReconciliation } from '../../store/leases.ts';
+import type { WorkerHost } from '../../workers/host.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
 import { buildHarness, seedProject, type Harness } from '../support/harness.ts';
 import {
@@ -14,7 +16,6 @@ import {
   waitForLifecycle,
 } from '../support/sandbox-flow.ts';
 import { startWorkersWith } from '../support/sandbox-scenarios.ts';
-import type { WorkerHost } from '../../workers/host.ts';
 
 describe('provider results under fresh authority', () => {
   let pg: IsolatedPostgres;
@@ -72,6 +73,8 @@ describe('provider results under fresh authority', () => {
       body: { operationId, resourceGeneration: 1, providerFence: 1 },
     });
     expect(reconcile.status).toBe(200);
+    // The reconciler leaves it alone: it is not among the leases it asks to reconcile.
+    expect(await leasesNeedingReconciliation(h.db, 10)).toEqual([]);
     await new Promise((r) => setTimeout(r, 400));
     expect(await json(await h.request('GET', `${s.base}/sandbox`, { token: bob }))).toMatchObject({
       lease: { state: 'ReconciliationRequired' },
