@@ -167,6 +167,7 @@ async function reserveLease(
     releaseReceipt: first?.releaseReceipt ?? null,
     failure: first?.failure ?? null,
     requestedBy: event.requestedBy,
+    expiresAt: lease.expiresAt === null ? null : new Date(lease.expiresAt),
     revision: row.revision,
   });
   const attached = await attachVolume(tx, {

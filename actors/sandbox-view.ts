@@ -25,6 +25,9 @@ export const leaseViewSchema = z.object({
     optionsRevision: z.unknown(),
   }),
   failure: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** When the lease expires (null: never); `expired` once its expiry was fenced. */
+  expiresAt: z.string().nullable(),
+  expired: z.boolean(),
   revision: z.number().int(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -52,6 +55,8 @@ export function leaseView(lease: LeaseRow): LeaseView {
       optionsRevision: lease.providerIdentity['optionsRevision'],
     },
     failure: lease.failure,
+    expiresAt: lease.expiresAt === null ? null : new Date(lease.expiresAt).toISOString(),
+    expired: lease.expiredAt !== null,
     revision: lease.revision,
     createdAt: new Date(lease.createdAt).toISOString(),
     updatedAt: new Date(lease.updatedAt).toISOString(),

@@ -57,6 +57,8 @@ export interface SandboxDeps {
   readyPhase?: string;
   /** How long an inspection waits for its describe (default 5 s). */
   describeTimeoutMs?: number;
+  /** Lease time to live from reservation (unset: leases do not expire). */
+  leaseTtlMs?: number;
 }
 
 type ProvisionEvent = Extract<EnvironmentEvent, { type: 'sandbox.provision' }>;
@@ -147,6 +149,10 @@ export class SandboxService {
         providerOptions: { ...provider.optionsSnapshot() },
         runSelection: { ...selection },
         requestedBy: caller.subject,
+        expiresAt:
+          this.deps.leaseTtlMs === undefined
+            ? null
+            : new Date(Date.now() + this.deps.leaseTtlMs).toISOString(),
       },
       guard.commit(address.runId),
     );
@@ -223,8 +229,12 @@ export class SandboxService {
             },
           }
         : observation;
+    // An expired lease is never ready, fenced yet or not: its time is up.
+    const expired =
+      after.expiredAt !== null || (after.expiresAt !== null && new Date(after.expiresAt) <= new Date());
     const ready =
       lease.state === 'Active' &&
+      !expired &&
       seen?.exact === true &&
       seen.finished === null &&
       seen.phase === (this.deps.readyPhase ?? 'started') &&

@@ -34,6 +34,8 @@ export function createServices(deps: {
   selections: RunSelectionSource;
   provider: Pick<SandboxProvider, 'identity' | 'optionsSnapshot'>;
   networkPolicies: NetworkPolicyVerifier;
+  /** Lease time to live from reservation (unset: leases do not expire). */
+  leaseTtlMs?: number;
 }): Services {
   return {
     lifecycle: new LifecycleService(deps),

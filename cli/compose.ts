@@ -117,6 +117,7 @@ export async function composeSandlot(
       provider,
       networkPolicies,
       ...ports,
+      ...(config.leaseTtlMs === undefined ? {} : { leaseTtlMs: config.leaseTtlMs }),
     });
     // An API-only process with Redis still publishes its effects at once; without Redis the worker
     // processes' relays find them in PostgreSQL.

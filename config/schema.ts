@@ -117,6 +117,13 @@ const envObject = z.object({
   SANDLOT_SIMULATED_SEED: z.coerce.number().int('expected an integer seed').default(1),
   SANDLOT_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).optional(),
   SANDLOT_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** Lease time to live from reservation; unset: leases do not expire. */
+  SANDLOT_LEASE_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(30 * 24 * 3_600_000)
+    .optional(),
   SANDLOT_RECONCILE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   SANDLOT_OBSERVE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   SANDLOT_QUEUE_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(5_000),
@@ -174,6 +181,7 @@ function toConfig(env: Env): Config {
       ? { runSelectionUrl: env.SANDLOT_RUN_SELECTION_URL }
       : {}),
     provider: { id: env.SANDLOT_PROVIDER, optionsRevision: env.SANDLOT_PROVIDER_OPTIONS_REVISION },
+    ...(env.SANDLOT_LEASE_TTL_MS === undefined ? {} : { leaseTtlMs: env.SANDLOT_LEASE_TTL_MS }),
     simulated: {
       seed: env.SANDLOT_SIMULATED_SEED,
       ...(env.SANDLOT_SIMULATED_FAULTS === undefined

@@ -39,6 +39,8 @@ export interface Config {
   /** External run-selection service; production only. */
   runSelectionUrl?: string;
   provider: { id: ProviderId; optionsRevision: string };
+  /** How long a lease lasts from reservation (unset: it does not expire). Expiry never releases. */
+  leaseTtlMs?: number;
   simulated: { seed: number; faults?: FaultPlan };
   workers: {
     concurrency?: number;

@@ -59,6 +59,9 @@ export interface LeaseContext {
    * authority releases it. Reconciliation does not revive it.
    */
   authorityLapse: { code: string; message: string } | null;
+  /** When the lease expires (null: never), and whether its expiry was fenced already. */
+  expiresAt: string | null;
+  expired: boolean;
 }
 
 /** Unresolved mutating attempts (provision, release): they block Environment release. */

@@ -81,6 +81,7 @@ export const leaseRecordSchema = z.strictObject({
   resource: resourceSummarySchema.nullable(),
   releaseReceipt: z.record(z.string(), z.unknown()).nullable(),
   failure: failureSchema.nullable(),
+  expired: z.boolean(),
 });
 export type LeaseRecord = z.infer<typeof leaseRecordSchema>;
 
@@ -95,6 +96,7 @@ export const leaseReservationSchema = z.strictObject({
   ownerHash: z.string(),
   workspace: workspaceMountSchema,
   networkPolicyGeneration: generation,
+  expiresAt: z.string().nullable(),
 });
 export type LeaseReservation = z.infer<typeof leaseReservationSchema>;
 
@@ -108,6 +110,7 @@ export const reservationOf = (lease: LeaseContext): LeaseReservation => ({
   ownerHash: lease.ownerHash,
   workspace: lease.workspace,
   networkPolicyGeneration: lease.networkPolicyGeneration,
+  expiresAt: lease.expiresAt,
 });
 
 /** An unresolved attempt settled by reconciliation rather than by its own result. */
@@ -157,6 +160,7 @@ export function leaseRecord(
     resource,
     releaseReceipt,
     failure: lease.failure,
+    expired: lease.expired,
   };
 }
 

@@ -66,6 +66,8 @@ export const provisionEventSchema = z.strictObject({
   runSelection: json,
   /** The caller's subject: results are committed under its fresh authority. */
   requestedBy: z.string(),
+  /** When the lease expires (null: it does not). Expiry fences it; it never releases it. */
+  expiresAt: z.iso.datetime({ precision: 3 }).nullable(),
 });
 
 const leaseFences = {
@@ -83,6 +85,16 @@ export const reconcileEventSchema = z.strictObject({
   type: z.literal('sandbox.reconcile'),
   operationId: z.string(),
   ...leaseFences,
+});
+
+/**
+ * The lease's expiry has passed by the sender's clock (`at`): fence first. The current fencing
+ * generation moves, so no holder of the old one can write; nothing is released by it.
+ */
+export const expireEventSchema = z.strictObject({
+  type: z.literal('sandbox.expire'),
+  ...leaseFences,
+  at: z.iso.datetime({ precision: 3 }),
 });
 
 /** Asks for a fresh exact observation of the Active lease: opens a describe attempt. */
@@ -236,6 +248,7 @@ export const environmentEventSchema = z.discriminatedUnion('type', [
   abandonEventSchema,
   reconcileEventSchema,
   describeEventSchema,
+  expireEventSchema,
   observedEventSchema,
   lostEventSchema,
   succeededEventSchema,

@@ -101,3 +101,11 @@ export const authorityLapsed = ({ event }: Args): boolean =>
 
 /** The lease is parked for a lapsed authority: only a caller with current authority releases it. */
 export const parked = ({ context }: Args): boolean => context.sandbox.lease?.authorityLapse != null;
+
+/** The lease's expiry has passed by the event's clock, and was not fenced yet. */
+export function expiryDue({ context, event }: Args): boolean {
+  const lease = context.sandbox.lease;
+  if (event.type !== 'sandbox.expire' || lease?.expiresAt == null || lease.expired) return false;
+  // Both are fixed-width UTC instants, so string order is time order.
+  return event.at >= lease.expiresAt;
+}

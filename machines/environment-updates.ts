@@ -47,6 +47,8 @@ export function reserveLease({ context, event }: Args): SandboxContext {
       reconcileAttemptId: null,
       failure: null,
       authorityLapse: null,
+      expiresAt: event.expiresAt,
+      expired: false,
     },
   };
 }
@@ -164,6 +166,16 @@ export const clearReleaseConfirmation = ({ context }: Args): SandboxContext =>
 export function parkForAuthority({ context, event }: Args): SandboxContext {
   if (event.type !== 'provider.succeeded' || event.authorityLapse === undefined) return context.sandbox;
   return withLease(context.sandbox, { authorityLapse: event.authorityLapse, failure: event.authorityLapse });
+}
+
+/** Fence first: every attempt and holder of the old fencing generation is stale from now on. */
+export function expireLease({ context }: Args): SandboxContext {
+  const lease = context.sandbox.lease;
+  if (lease === null) return context.sandbox;
+  return withLease(context.sandbox, {
+    expired: true,
+    currentFencingGeneration: lease.currentFencingGeneration + 1,
+  });
 }
 
 export const markLost = ({ context }: Args): SandboxContext =>

@@ -120,6 +120,7 @@ export const environmentMachine = setup({
     observedFinished: g.observedFinished,
     reconcileIdle: g.reconcileIdle,
     authorityLapsed: g.authorityLapsed,
+    expiryDue: g.expiryDue,
     parked: g.parked,
     noOpenCleanup: c.noOpenCleanup,
     newCleanup: c.newCleanup,
@@ -151,6 +152,7 @@ export const environmentMachine = setup({
     recordFailure: assign({ sandbox: u.recordFailure }),
     markLost: assign({ sandbox: u.markLost }),
     parkForAuthority: assign({ sandbox: u.parkForAuthority }),
+    expireLease: assign({ sandbox: u.expireLease }),
     settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
     addCleanup: assign({ cleanups: c.addCleanup }),
     countAttempt: assign({ sandbox: u.countAttempt }),
@@ -295,6 +297,12 @@ export const environmentMachine = setup({
             },
             'sandbox.abandon': { guard: 'leaseMatches', target: 'Releasing', actions: 'beginRelease' },
             'environment.release': { guard: 'releaseAllowed', target: 'Releasing', actions: 'beginRelease' },
+            // Expired: fence first (the current fencing generation moves); it stays Active but is
+            // never ready again, and only an explicit release or abandon ends it.
+            'sandbox.expire': {
+              guard: and(['leaseMatches', 'expiryDue']),
+              actions: ['expireLease', record('Active')],
+            },
             // A fresh exact observation (inspection, the periodic observer): a read-only attempt.
             'sandbox.describe': { guard: 'leaseMatches', actions: open('describe') },
           },

@@ -57,3 +57,10 @@ CREATE INDEX sandbox_leases_sweep_due ON sandbox_leases (terminal_at)
 -- Who provisioned the lease: a provider result is committed only under that subject's fresh
 -- authority and the run's pinned selection; otherwise the lease is parked (never dispatchable).
 ALTER TABLE sandbox_leases ADD COLUMN requested_by text;
+
+-- Lease expiry (SANDLOT_LEASE_TTL_MS): when the lease expires (null: never), and when its expiry
+-- was fenced (the current fencing generation moved). Expiry never releases a sandbox by itself.
+ALTER TABLE sandbox_leases ADD COLUMN expires_at timestamptz;
+ALTER TABLE sandbox_leases ADD COLUMN expired_at timestamptz;
+CREATE INDEX sandbox_leases_expiry_due ON sandbox_leases (expires_at)
+  WHERE state = 'Active' AND expires_at IS NOT NULL AND expired_at IS NULL;

@@ -21,6 +21,9 @@ export interface LeaseRow {
   recoveryRequest: Record<string, unknown>;
   /** The subject that provisioned the lease (null for leases from before it was recorded). */
   requestedBy: string | null;
+  /** When the lease expires (null: never), and when its expiry was fenced (null: not yet). */
+  expiresAt: Date | null;
+  expiredAt: Date | null;
   workspace: WorkspaceMount;
   networkPolicyGeneration: number;
   resource: {
@@ -40,11 +43,12 @@ const columns = `environment_id AS "environmentId", resource_generation AS "reso
   operation_id AS "operationId", lifecycle_generation AS "lifecycleGeneration", provider_fence AS "providerFence",
   current_fencing_generation AS "currentFencingGeneration", state, idempotency_key AS "idempotencyKey",
   run_selection AS "runSelection", provider_identity AS "providerIdentity", provider_options AS "providerOptions",
-  recovery_request AS "recoveryRequest", requested_by AS "requestedBy", workspace, network_policy_generation AS "networkPolicyGeneration",
+  recovery_request AS "recoveryRequest", requested_by AS "requestedBy", expires_at AS "expiresAt",
+  expired_at AS "expiredAt", workspace, network_policy_generation AS "networkPolicyGeneration",
   resource, release_receipt AS "releaseReceipt", failure, revision::int AS revision,
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
-export type NewLease = Omit<LeaseRow, 'createdAt' | 'updatedAt'>;
+export type NewLease = Omit<LeaseRow, 'createdAt' | 'updatedAt' | 'expiredAt'>;
 
 const jsonOrNull = (value: unknown) => (value === null ? null : JSON.stringify(value));
 
@@ -54,8 +58,8 @@ export async function insertLease(tx: Queryable, lease: NewLease): Promise<void>
     `INSERT INTO sandbox_leases (environment_id, resource_generation, operation_id, lifecycle_generation,
        provider_fence, current_fencing_generation, state, idempotency_key, run_selection, provider_identity,
        provider_options, recovery_request, workspace, network_policy_generation, revision,
-       resource, release_receipt, failure, requested_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+       resource, release_receipt, failure, requested_by, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
     [
       lease.environmentId,
       lease.resourceGeneration,
@@ -76,6 +80,7 @@ export async function insertLease(tx: Queryable, lease: NewLease): Promise<void>
       jsonOrNull(lease.releaseReceipt),
       jsonOrNull(lease.failure),
       lease.requestedBy,
+      lease.expiresAt,
     ],
   );
 }
@@ -88,6 +93,8 @@ export interface LeaseUpdate {
   resource: LeaseRow['resource'];
   releaseReceipt: Record<string, unknown> | null;
   failure: LeaseRow['failure'];
+  /** Its expiry was fenced: expired_at is stamped once. */
+  expired: boolean;
   revision: number;
 }
 
@@ -96,7 +103,8 @@ export async function updateLease(tx: Queryable, update: LeaseUpdate): Promise<v
     `UPDATE sandbox_leases
         SET state = $3, current_fencing_generation = $4, resource = $5,
             release_receipt = COALESCE($6, release_receipt), failure = $7, revision = $8, updated_at = now(),
-            terminal_at = CASE WHEN $3 IN ('Released', 'Failed') THEN COALESCE(terminal_at, now()) ELSE terminal_at END
+            terminal_at = CASE WHEN $3 IN ('Released', 'Failed') THEN COALESCE(terminal_at, now()) ELSE terminal_at END,
+            expired_at = CASE WHEN $9 THEN COALESCE(expired_at, now()) ELSE expired_at END
       WHERE environment_id = $1 AND resource_generation = $2`,
     [
       update.environmentId,
@@ -107,6 +115,7 @@ export async function updateLease(tx: Queryable, update: LeaseUpdate): Promise<v
       jsonOrNull(update.releaseReceipt),
       jsonOrNull(update.failure),
       update.revision,
+      update.expired,
     ],
   );
   if (rowCount !== 1)
@@ -256,4 +265,15 @@ export async function markSweepOpened(
       WHERE environment_id = $1 AND resource_generation = $2 AND late_sweeps < $3`,
     [environmentId, resourceGeneration, sweep],
   );
+}
+
+/** Active leases whose expiry has passed and was not fenced yet: the reconciler fences them. */
+export async function leasesPastExpiry(q: Queryable, now: Date, limit: number): Promise<LeaseRow[]> {
+  const { rows } = await q.query<LeaseRow>(
+    `SELECT ${columns} FROM sandbox_leases
+      WHERE state = 'Active' AND expires_at IS NOT NULL AND expires_at <= $1 AND expired_at IS NULL
+      ORDER BY expires_at LIMIT $2`,
+    [now, limit],
+  );
+  return rows;
 }

@@ -9,7 +9,7 @@ import { expireAttempt, type AttemptDeps } from '../actors/attempts.ts';
 import { claimCleanup, claimTtlMs } from '../actors/cleanups.ts';
 import { overdueDispatched } from '../store/attempts.ts';
 import { claimableCleanups } from '../store/cleanups.ts';
-import { markSweepOpened, sweepsDue } from '../store/leases.ts';
+import { leasesPastExpiry, markSweepOpened, sweepsDue } from '../store/leases.ts';
 import { leasesNeedingReconciliation } from '../store/leases.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
@@ -26,6 +26,7 @@ export interface ReconcilerDeps extends AttemptDeps {
 export interface ReconcileReport {
   expired: number;
   reconciling: number;
+  expiredLeases: number;
   swept: number;
   cleanupsClaimed: number;
 }
@@ -60,6 +61,29 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
       if (outcome.accepted) reconciling++;
     } catch (error) {
       deps.logger.error({ err: error, environmentId: lease.environmentId }, 'could not start reconciliation');
+    }
+  }
+  // Expired leases: fence first. Nothing is released; the lease is never ready again.
+  let expiredLeases = 0;
+  for (const lease of await leasesPastExpiry(deps.db, now, limit)) {
+    if (signal?.aborted === true) break;
+    try {
+      const outcome = await deps.runtime.send(
+        lease.environmentId,
+        {
+          type: 'sandbox.expire',
+          resourceGeneration: lease.resourceGeneration,
+          providerFence: lease.providerFence,
+          at: now.toISOString(),
+        },
+        { actor: deps.actor },
+      );
+      if (outcome.accepted) expiredLeases++;
+    } catch (error) {
+      deps.logger.error(
+        { err: error, environmentId: lease.environmentId },
+        'could not fence an expired lease',
+      );
     }
   }
   let swept = 0;
@@ -106,10 +130,10 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
       deps.logger.error({ err: error, cleanupId: item.cleanupId }, 'could not claim late-resource cleanup');
     }
   }
-  if (expired + reconciling + swept + cleanupsClaimed > 0) {
-    deps.logger.info({ expired, reconciling, swept, cleanupsClaimed }, 'reconciler pass');
+  if (expired + reconciling + expiredLeases + swept + cleanupsClaimed > 0) {
+    deps.logger.info({ expired, reconciling, expiredLeases, swept, cleanupsClaimed }, 'reconciler pass');
   }
-  return { expired, reconciling, swept, cleanupsClaimed };
+  return { expired, reconciling, expiredLeases, swept, cleanupsClaimed };
 }
 
 export function reconcilerTask(deps: ReconcilerDeps, everyMs: number): PeriodicTask {

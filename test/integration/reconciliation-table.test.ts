@@ -6,9 +6,10 @@
 // the lease (GET …/sandbox), the provider attempts, the late-resource cleanup records, and what the
 // provider actually holds.
 //
-// Rows deferred to issues E7/E12 (they need later features): lease expiry; a resource of an older
-// source lifecycle generation (its Workspace rule is tested on
-// snapshot fixtures in test/unit/environment-cleanup.test.ts until lifecycle generations advance).
+// Rows elsewhere: lease expiry involves no provider call, so it is tested once, on the simulated
+// provider, in test/integration/sandbox-expiry.test.ts; a resource of an older source lifecycle
+// generation has its Workspace rule tested on snapshot fixtures in
+// test/unit/environment-cleanup.test.ts until lifecycle generations advance (E12).
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NetworkPolicyVerifier } from '../../actors/ports.ts';

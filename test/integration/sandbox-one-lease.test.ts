@@ -89,6 +89,7 @@ describe.each(backends)('one current lease per Environment (%s)', (backend) => {
       providerOptions: row['provider_options'] as Record<string, unknown>,
       recoveryRequest: {},
       requestedBy: null,
+      expiresAt: null,
       workspace: row['workspace'] as never,
       networkPolicyGeneration: 1,
       state: 'Provisioning',

@@ -38,7 +38,7 @@ const workspace = {
   readOnly: false,
 };
 
-export const provision = (operationId: string): EnvironmentEvent => ({
+export const provision = (operationId: string, expiresAt: string | null = null): EnvironmentEvent => ({
   type: 'sandbox.provision',
   operationId,
   idempotencyKey: `provision-${operationId}`,
@@ -49,6 +49,14 @@ export const provision = (operationId: string): EnvironmentEvent => ({
   providerOptions: {},
   runSelection: {},
   requestedBy: 'alice',
+  expiresAt,
+});
+
+/** The lease's expiry passed by `at`'s clock. */
+export const expire = (fences: LeaseFences, at: string): EnvironmentEvent => ({
+  type: 'sandbox.expire',
+  ...fences,
+  at,
 });
 
 export const release = (expectedLifecycleGeneration = 1): EnvironmentEvent => ({

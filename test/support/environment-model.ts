@@ -7,8 +7,11 @@ import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { SandboxState } from '../../machines/environment-context.ts';
 import type { LeaseRecord, ProviderEffect } from '../../machines/environment-effects.ts';
 import {
+  T0,
+  T1,
   T2,
   abandon,
+  expire,
   claimCleanup,
   cleanupFailed,
   cleanupReleased,
@@ -133,7 +136,8 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
   const { lease, counters } = context.sandbox;
   const events = [release(context.lifecycleGeneration), release(context.lifecycleGeneration + 1)];
   if (counters.resourceGeneration < bounds.leases) {
-    events.push(provision(`op-${counters.resourceGeneration + 1}`));
+    // Every model lease expires at T1, so expiry is explored (T0: not yet; T2: past it).
+    events.push(provision(`op-${counters.resourceGeneration + 1}`, T1));
   }
   if (lease === null) return events;
   events.push(...cleanupEvents(state));
@@ -151,6 +155,9 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     observed(stale, 'PodSucceeded'),
     lost(fences),
     lost(stale),
+    expire(fences, T0),
+    expire(fences, T2),
+    expire(stale, T2),
   );
   for (const effect of openAttempts(state)) {
     // A describe answers with sandbox.observed (proposed above), never a provider.* result.
@@ -232,6 +239,7 @@ export function serializeModel(state: ModelState): string {
       release: lease.release?.reason ?? null,
       failed: lease.failure !== null,
       parked: lease.authorityLapse !== null,
+      expired: lease.expired,
     },
     attempts,
     cleanups: Object.values(context.cleanups).map((item) => [

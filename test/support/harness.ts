@@ -68,6 +68,8 @@ export interface HarnessOptions {
    * cannot mint tokens; the caller signs its own. Default: embedded mode with an HS256 dev key.
    */
   production?: { verifier: TokenVerifierOptions };
+  /** Lease time to live from reservation (default: leases do not expire). */
+  leaseTtlMs?: number;
   /** Start workers (in-process queue unless `redisUrl` is given). */
   workers?: WorkerSettings | false;
 }
@@ -99,6 +101,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     authority,
     selections,
     networkPolicies,
+    ...(options.leaseTtlMs === undefined ? {} : { leaseTtlMs: options.leaseTtlMs }),
   });
   const workers =
     options.workers === undefined || options.workers === false

@@ -221,6 +221,19 @@ const invariants: [string, (edge: Edge) => string | null][] = [
     },
   ],
   [
+    '(l) expiry fences first and releases nothing: only the fencing generation moves',
+    ({ from, event, to }) => {
+      if (event.type !== 'sandbox.expire' || from.snapshot === to.snapshot) return null;
+      const before = from.snapshot.context.sandbox.lease;
+      const after = to.snapshot.context.sandbox.lease;
+      if (sandboxOf(from) !== sandboxOf(to)) return `expiry moved ${sandboxOf(from)} to ${sandboxOf(to)}`;
+      if (after?.currentFencingGeneration !== (before?.currentFencingGeneration ?? 0) + 1) {
+        return 'expiry did not move the fencing generation by one';
+      }
+      return (to.last?.actions ?? []).some(isEffect) ? 'expiry called a provider' : null;
+    },
+  ],
+  [
     '(g) an empty listOwned settles no unresolved attempt',
     ({ from, event, to }) => {
       if (event.type !== 'provider.succeeded' || event.kind !== 'listOwned') return null;
