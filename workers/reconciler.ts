@@ -5,6 +5,7 @@
 // the lease ended), and (4) claims late-resource cleanup items that are pending (or whose claim
 // expired), one claim per item, each claim opening the item's release attempt.
 import type { Logger } from 'pino';
+import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import { expireAttempt, type AttemptDeps } from '../actors/attempts.ts';
 import { claimCleanup, claimTtlMs } from '../actors/cleanups.ts';
 import { overdueDispatched } from '../store/attempts.ts';
@@ -31,105 +32,105 @@ export interface ReconcileReport {
   cleanupsClaimed: number;
 }
 
+/**
+ * Runs `step` for each item, counting the ones it says took effect. One broken Environment (a
+ * quarantined snapshot, say) is logged and must not stop the pass for the others.
+ */
+async function forEach<T>(
+  deps: ReconcilerDeps,
+  items: readonly T[],
+  signal: AbortSignal | undefined,
+  failure: { message: string; subject: (item: T) => Record<string, string> },
+  step: (item: T) => Promise<boolean>,
+): Promise<number> {
+  let done = 0;
+  for (const item of items) {
+    if (signal?.aborted === true) break;
+    try {
+      if (await step(item)) done++;
+    } catch (error) {
+      deps.logger.error({ err: error, ...failure.subject(item) }, failure.message);
+    }
+  }
+  return done;
+}
+
+const byEnvironment = (lease: { environmentId: string }) => ({ environmentId: lease.environmentId });
+
 export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal): Promise<ReconcileReport> {
   const now = (deps.now ?? (() => new Date()))();
   const limit = deps.batchSize ?? 200;
-  let expired = 0;
-  for (const attempt of await overdueDispatched(deps.db, now, limit)) {
-    if (signal?.aborted === true) break;
-    // One broken Environment (a quarantined snapshot) must not stop the pass for the others.
-    try {
-      if (await expireAttempt(deps, attempt.attemptId, now)) expired++;
-    } catch (error) {
-      deps.logger.error({ err: error, attemptId: attempt.attemptId }, 'could not expire attempt');
-    }
-  }
-  let reconciling = 0;
-  for (const lease of await leasesNeedingReconciliation(deps.db, limit)) {
-    if (signal?.aborted === true) break;
-    try {
-      const outcome = await deps.runtime.send(
-        lease.environmentId,
-        {
-          type: 'sandbox.reconcile',
-          operationId: lease.operationId,
-          resourceGeneration: lease.resourceGeneration,
-          providerFence: lease.providerFence,
-        },
-        { actor: deps.actor },
-      );
-      if (outcome.accepted) reconciling++;
-    } catch (error) {
-      deps.logger.error({ err: error, environmentId: lease.environmentId }, 'could not start reconciliation');
-    }
-  }
+  const send = async (environmentId: string, event: EnvironmentEvent) =>
+    (await deps.runtime.send(environmentId, event, { actor: deps.actor })).accepted;
+
+  const expired = await forEach(
+    deps,
+    await overdueDispatched(deps.db, now, limit),
+    signal,
+    { message: 'could not expire attempt', subject: (a) => ({ attemptId: a.attemptId }) },
+    (attempt) => expireAttempt(deps, attempt.attemptId, now),
+  );
+  const reconciling = await forEach(
+    deps,
+    await leasesNeedingReconciliation(deps.db, limit),
+    signal,
+    { message: 'could not start reconciliation', subject: byEnvironment },
+    (lease) =>
+      send(lease.environmentId, {
+        type: 'sandbox.reconcile',
+        operationId: lease.operationId,
+        resourceGeneration: lease.resourceGeneration,
+        providerFence: lease.providerFence,
+      }),
+  );
   // Expired leases: fence first. Nothing is released; the lease is never ready again.
-  let expiredLeases = 0;
-  for (const lease of await leasesPastExpiry(deps.db, now, limit)) {
-    if (signal?.aborted === true) break;
-    try {
-      const outcome = await deps.runtime.send(
-        lease.environmentId,
-        {
-          type: 'sandbox.expire',
-          resourceGeneration: lease.resourceGeneration,
-          providerFence: lease.providerFence,
-          at: now.toISOString(),
-        },
-        { actor: deps.actor },
-      );
-      if (outcome.accepted) expiredLeases++;
-    } catch (error) {
-      deps.logger.error(
-        { err: error, environmentId: lease.environmentId },
-        'could not fence an expired lease',
-      );
-    }
-  }
-  let swept = 0;
+  const expiredLeases = await forEach(
+    deps,
+    await leasesPastExpiry(deps.db, now, limit),
+    signal,
+    { message: 'could not fence an expired lease', subject: byEnvironment },
+    (lease) =>
+      send(lease.environmentId, {
+        type: 'sandbox.expire',
+        resourceGeneration: lease.resourceGeneration,
+        providerFence: lease.providerFence,
+        at: now.toISOString(),
+      }),
+  );
   const sweepEvery = deps.lateSweepMs ?? 2 * (deps.callTimeoutMs ?? 30_000);
-  for (const lease of await sweepsDue(deps.db, now, sweepEvery, limit)) {
-    if (signal?.aborted === true) break;
-    try {
+  const swept = await forEach(
+    deps,
+    await sweepsDue(deps.db, now, sweepEvery, limit),
+    signal,
+    { message: 'could not sweep a terminal lease', subject: byEnvironment },
+    async (lease) => {
       const sweep = lease.lateSweeps + 1;
-      const source = lease;
-      const outcome = await deps.runtime.send(
-        lease.environmentId,
-        {
-          type: 'cleanup.sweep',
-          operationId: source.operationId,
-          lifecycleGeneration: source.lifecycleGeneration,
-          resourceGeneration: source.resourceGeneration,
-          providerFence: source.providerFence,
-          ownerHash: source.ownerHash,
-          providerOptions: source.providerOptions,
-          workspace: source.workspace,
-          fencingGeneration: source.currentFencingGeneration,
-          networkPolicyGeneration: source.networkPolicyGeneration,
-          sweep,
-        },
-        { actor: deps.actor },
-      );
-      if (outcome.accepted) swept++;
+      const accepted = await send(lease.environmentId, {
+        type: 'cleanup.sweep',
+        operationId: lease.operationId,
+        lifecycleGeneration: lease.lifecycleGeneration,
+        resourceGeneration: lease.resourceGeneration,
+        providerFence: lease.providerFence,
+        ownerHash: lease.ownerHash,
+        providerOptions: lease.providerOptions,
+        workspace: lease.workspace,
+        fencingGeneration: lease.currentFencingGeneration,
+        networkPolicyGeneration: lease.networkPolicyGeneration,
+        sweep,
+      });
       // Refused (the machine would never sweep this lease): count it anyway, or it is due forever.
-      else await markSweepOpened(deps.db, lease.environmentId, lease.resourceGeneration, sweep);
-    } catch (error) {
-      deps.logger.error(
-        { err: error, environmentId: lease.environmentId },
-        'could not sweep a terminal lease',
-      );
-    }
-  }
-  let cleanupsClaimed = 0;
-  for (const item of await claimableCleanups(deps.db, now, limit)) {
-    if (signal?.aborted === true) break;
-    try {
-      const ttl = claimTtlMs(deps.callTimeoutMs);
-      if ((await claimCleanup(deps, item, now, ttl, { actor: deps.actor })) !== null) cleanupsClaimed++;
-    } catch (error) {
-      deps.logger.error({ err: error, cleanupId: item.cleanupId }, 'could not claim late-resource cleanup');
-    }
-  }
+      if (!accepted) await markSweepOpened(deps.db, lease.environmentId, lease.resourceGeneration, sweep);
+      return accepted;
+    },
+  );
+  const ttl = claimTtlMs(deps.callTimeoutMs);
+  const cleanupsClaimed = await forEach(
+    deps,
+    await claimableCleanups(deps.db, now, limit),
+    signal,
+    { message: 'could not claim late-resource cleanup', subject: (c) => ({ cleanupId: c.cleanupId }) },
+    async (item) => (await claimCleanup(deps, item, now, ttl, { actor: deps.actor })) !== null,
+  );
   if (expired + reconciling + expiredLeases + swept + cleanupsClaimed > 0) {
     deps.logger.info({ expired, reconciling, expiredLeases, swept, cleanupsClaimed }, 'reconciler pass');
   }
