@@ -256,19 +256,45 @@ function recorded(
   return { type: 'cleanup.recorded', foundBy, sourceAttemptId: attempt.attemptId, items: found };
 }
 
-const resultOf = (outcome: AttemptOutcome): unknown =>
-  outcome.state === 'Succeeded'
-    ? {
-        state: outcome.state,
-        result:
-          outcome.receipt ??
-          outcome.resource ??
-          outcome.resources ??
-          outcome.observation ??
-          outcome.found ??
-          null,
-      }
-    : outcome;
+type Succeeded = Extract<AttemptOutcome, { state: 'Succeeded' }>;
+
+/** What a success records as the attempt's receipt, whatever its kind. */
+const receiptOf = (o: Succeeded): unknown =>
+  o.receipt ??
+  o.resource ??
+  o.resources ??
+  o.observation ??
+  (o.found === undefined ? null : { found: o.found });
+
+/**
+ * Records the outcome on its attempt: as its result while the attempt is unresolved (true), or,
+ * once other evidence settled it, as its late result (false). A result is never dropped.
+ */
+async function recordOutcome(
+  tx: Queryable,
+  attempt: AttemptRow,
+  outcome: AttemptOutcome,
+  resolution?: string,
+): Promise<boolean> {
+  if (attempt.state !== 'Dispatched' && attempt.state !== 'Unknown') {
+    const late =
+      outcome.state === 'Succeeded' ? { state: outcome.state, result: receiptOf(outcome) } : outcome;
+    await recordLateResult(tx, attempt.attemptId, late);
+    return false;
+  }
+  await resolveAttempt(
+    tx,
+    attempt.attemptId,
+    outcome.state === 'Succeeded'
+      ? {
+          state: 'Succeeded',
+          receipt: receiptOf(outcome),
+          ...(resolution === undefined ? {} : { resolution }),
+        }
+      : { state: outcome.state, error: outcome.error },
+  );
+  return true;
+}
 
 /**
  * A result that is not news to the lease: the attempt was settled by other evidence, or its lease is
@@ -281,20 +307,7 @@ async function lateResult(
   outcome: AttemptOutcome,
   lease: LeaseRow | null,
 ): Promise<EnvironmentEvent | null> {
-  const unresolved = attempt.state === 'Dispatched' || attempt.state === 'Unknown';
-  if (unresolved) {
-    if (outcome.state === 'Succeeded') {
-      await resolveAttempt(tx, attempt.attemptId, {
-        state: 'Succeeded',
-        receipt: resultOf(outcome),
-        resolution: 'the result arrived after its lease was terminal',
-      });
-    } else {
-      await resolveAttempt(tx, attempt.attemptId, { state: outcome.state, error: outcome.error });
-    }
-  } else {
-    await recordLateResult(tx, attempt.attemptId, resultOf(outcome));
-  }
+  await recordOutcome(tx, attempt, outcome, 'the result arrived after its lease was terminal');
   if (attempt.kind !== 'provision' || outcome.state !== 'Succeeded' || outcome.resource === undefined)
     return null;
   const held =
@@ -314,18 +327,9 @@ async function completeSweep(
   attempt: AttemptRow,
   outcome: AttemptOutcome,
 ): Promise<EnvironmentEvent | null> {
-  if (attempt.state !== 'Dispatched' && attempt.state !== 'Unknown') {
-    await recordLateResult(tx, attempt.attemptId, resultOf(outcome));
-    return null;
-  }
-  if (outcome.state !== 'Succeeded') {
-    await resolveAttempt(tx, attempt.attemptId, { state: outcome.state, error: outcome.error });
-    return null;
-  }
-  const found = outcome.found ?? [];
-  await resolveAttempt(tx, attempt.attemptId, { state: 'Succeeded', receipt: { found } });
+  if (!(await recordOutcome(tx, attempt, outcome)) || outcome.state !== 'Succeeded') return null;
   const items = [];
-  for (const { resource, owner } of found) {
+  for (const { resource, owner } of outcome.found ?? []) {
     const lease = await readLeaseByOperation(tx, resource.operationId);
     if (lease?.environmentId === attempt.environmentId && isCurrentLeaseState(lease.state)) continue;
     items.push(await lateItem(tx, attempt, resource, owner));
@@ -359,14 +363,7 @@ export function completeAttempt(
         (lease.state === 'Provisioning' || lease.state === 'ReconciliationRequired');
       if (mayActivate) authorityLapse = await authorityLapseOf(deps, tx, row, lease);
     }
-    if (outcome.state === 'Succeeded') {
-      await resolveAttempt(tx, attemptId, {
-        state: 'Succeeded',
-        receipt: outcome.receipt ?? outcome.resource ?? outcome.resources ?? outcome.observation ?? null,
-      });
-    } else {
-      await resolveAttempt(tx, attemptId, { state: outcome.state, error: outcome.error });
-    }
+    await recordOutcome(tx, attempt, outcome);
     if (attempt.kind === 'describe') {
       const lease = await readCurrentLease(tx, attempt.environmentId);
       return { event: observedEvent(attempt, lease, outcome), value: true };
@@ -437,16 +434,7 @@ async function completeCleanup(
   attempt: AttemptRow,
   outcome: AttemptOutcome,
 ): Promise<EnvironmentEvent | null> {
-  if (attempt.state === 'Dispatched' || attempt.state === 'Unknown') {
-    if (outcome.state === 'Succeeded') {
-      await resolveAttempt(tx, attempt.attemptId, { state: 'Succeeded', receipt: outcome.receipt ?? null });
-    } else {
-      await resolveAttempt(tx, attempt.attemptId, { state: outcome.state, error: outcome.error });
-    }
-  } else {
-    await recordLateResult(tx, attempt.attemptId, resultOf(outcome));
-    return null;
-  }
+  if (!(await recordOutcome(tx, attempt, outcome))) return null;
   return outcome.state === 'Succeeded'
     ? { type: 'cleanup.released', ...cleanupEvent(attempt), receipt: outcome.receipt ?? {} }
     : { type: 'cleanup.failed', ...cleanupEvent(attempt), error: outcome.error };

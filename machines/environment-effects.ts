@@ -96,7 +96,7 @@ export const leaseReservationSchema = z.strictObject({
   ownerHash: z.string(),
   workspace: workspaceMountSchema,
   networkPolicyGeneration: generation,
-  expiresAt: z.string().nullable(),
+  expiresAt: instantSchema.nullable(),
 });
 export type LeaseReservation = z.infer<typeof leaseReservationSchema>;
 
@@ -199,8 +199,6 @@ export function cleanupEffectFor(
   };
 }
 
-const isoTime = instantSchema;
-
 /** A new cleanup row; `holdWorkspace` re-attaches the source's volume while the resource lives. */
 export const cleanupRecordSchema = z.strictObject({
   cleanupId: z.string(),
@@ -215,8 +213,8 @@ export type CleanupRecord = z.infer<typeof cleanupRecordSchema>;
 export const cleanupClaimRecordSchema = z.strictObject({
   cleanupId: z.string(),
   claimToken: z.string(),
-  claimedAt: isoTime,
-  claimExpiresAt: isoTime,
+  claimedAt: instantSchema,
+  claimExpiresAt: instantSchema,
   attemptId: z.string(),
   authorizingFence: z.strictObject({ lifecycleGeneration: generation, providerFence: generation }),
 });

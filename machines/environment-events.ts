@@ -51,6 +51,12 @@ export const workspaceMountSchema = z.strictObject({
 /** The Workspace volume a lease mounts, at exact resource and data generations. */
 export type WorkspaceMount = z.infer<typeof workspaceMountSchema>;
 
+/**
+ * UTC with milliseconds, as Date#toISOString writes it: fixed width, so the machine compares two
+ * times as strings and needs no clock or Date of its own.
+ */
+export const instantSchema = z.iso.datetime({ precision: 3 });
+
 const json = z.record(z.string(), z.unknown());
 
 /** Everything a lease needs to be recovered later, frozen at reservation. */
@@ -67,7 +73,7 @@ export const provisionEventSchema = z.strictObject({
   /** The caller's subject: results are committed under its fresh authority. */
   requestedBy: z.string(),
   /** When the lease expires (null: it does not). Expiry fences it; it never releases it. */
-  expiresAt: z.iso.datetime({ precision: 3 }).nullable(),
+  expiresAt: instantSchema.nullable(),
 });
 
 const leaseFences = {
@@ -94,7 +100,7 @@ export const reconcileEventSchema = z.strictObject({
 export const expireEventSchema = z.strictObject({
   type: z.literal('sandbox.expire'),
   ...leaseFences,
-  at: z.iso.datetime({ precision: 3 }),
+  at: instantSchema,
 });
 
 /** Asks for a fresh exact observation of the Active lease: opens a describe attempt. */
@@ -211,12 +217,6 @@ export const cleanupSweepEventSchema = z.strictObject({
   networkPolicyGeneration: generation,
   sweep: generation,
 });
-
-/**
- * UTC with milliseconds, as Date#toISOString writes it: fixed width, so the machine compares two
- * times as strings and needs no clock or Date of its own.
- */
-export const instantSchema = z.iso.datetime({ precision: 3 });
 
 /** A reconciler claims one cleanup item until `expiresAt`; `at` is its clock. */
 export const cleanupClaimEventSchema = z.strictObject({

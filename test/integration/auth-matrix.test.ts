@@ -93,6 +93,12 @@ const routes: Route[] = [
     needs: ['ReadRunSelection'],
   },
   {
+    name: 'late-resource cleanups',
+    method: 'GET',
+    path: (s) => `${s.base}/sandbox/v1/late-resource-cleanups`,
+    needs: ['ReadRunSelection'],
+  },
+  {
     name: 'abandon',
     method: 'POST',
     path: (s) => `${s.base}/sandbox/abandon`,

@@ -122,6 +122,11 @@ const routes: Route[] = [
     path: (p) => `${base(p)}/sandbox/v1/operations/${p['operationId']}/provider-attempts`,
   },
   {
+    name: 'late-resource cleanups',
+    method: 'GET',
+    path: (p) => `${base(p)}/sandbox/v1/late-resource-cleanups`,
+  },
+  {
     name: 'abandon',
     method: 'POST',
     path: (p) => `${base(p)}/sandbox/abandon`,
