@@ -53,9 +53,11 @@ const layers = [
     types: ['actors/ports.ts', 'providers/provider.ts'],
     comment: 'store/ is the bottom layer but for the pure machines/ definitions.',
   }),
+  // The immutable AgentHost configuration is read by config/ and used by the profile resolve as data:
+  // actors/ may name its type (config/agenthost.ts), never call into config/.
   ...layer('actors', {
     values: ['actors', 'machines', 'store'],
-    types: ['providers/provider.ts'],
+    types: ['providers/provider.ts', 'config/agenthost.ts'],
     comment: 'actors/ run machines over the store; providers are reached through attempts (workers/).',
   }),
   // Rows and the Database handle may be named as types anywhere in http/ (a type writes nothing),
@@ -79,9 +81,10 @@ const layers = [
     comment: 'workers/ run attempts: actors/, store/, the providers, and the machine schemas they parse.',
   }),
   // The simulated provider keeps its own table in store/.
+  // A provider-side port implementation (the Kubernetes Workspace storage) names the port it implements.
   ...layer('providers', {
     values: ['providers', 'store'],
-    types: ['machines'],
+    types: ['machines', 'actors/ports.ts'],
     comment: 'providers/ implement the SandboxProvider port.',
   }),
   ...layer('config', { values: ['config'], comment: 'config/ is one schema for all settings.' }),

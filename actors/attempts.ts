@@ -36,6 +36,7 @@ const gateState: Record<Exclude<EffectKind, 'cleanup' | 'sweep'>, string> = {
   release: 'Releasing',
   listOwned: 'ReconciliationRequired',
   describe: 'Active',
+  renew: 'Active',
 };
 
 export type BeginResult =
@@ -153,6 +154,7 @@ export function beginAttempt(
         const value = { dispatch: false, reason: 'superseded' } as const;
         // A describe blocks nothing, so the machine has nothing to settle.
         if (attempt.kind === 'describe') return { event: null, value };
+        if (attempt.kind === 'renew') return { event: renewedEvent(attempt, 'Superseded', null), value };
         return { event: { type: 'provider.superseded', ...fencesOf(attempt, attempt.kind) }, value };
       }
       const deadline = new Date(Date.now() + callTimeoutMs);
@@ -348,8 +350,14 @@ export function completeAttempt(
       return { event: await completeCleanup(tx, attempt, outcome), value: true };
     if (attempt.kind === 'sweep') return { event: await completeSweep(tx, attempt, outcome), value: true };
     const settled = attempt.state !== 'Dispatched' && attempt.state !== 'Unknown';
-    // A describe settled elsewhere has nothing left to tell.
-    if (settled && attempt.kind === 'describe') return { event: null, value: false };
+    // A describe or renew settled elsewhere has nothing left to tell.
+    if (settled && (attempt.kind === 'describe' || attempt.kind === 'renew'))
+      return { event: null, value: false };
+    if (attempt.kind === 'renew') {
+      await recordOutcome(tx, attempt, outcome);
+      const error = outcome.state === 'Succeeded' ? null : outcome.error;
+      return { event: renewedEvent(attempt, outcome.state, error), value: true };
+    }
     let authorityLapse: { code: string; message: string } | undefined;
     if (attempt.kind !== 'describe') {
       const lease = await readLeaseByOperation(tx, attempt.operationId);
@@ -482,10 +490,28 @@ export function expireAttempt(deps: AttemptDeps, attemptId: string, now: Date): 
     await resolveAttempt(tx, attemptId, { state: 'Unknown', error });
     // Read-only calls block nothing: the next describe or sweep asks again.
     if (attempt.kind === 'describe' || attempt.kind === 'sweep') return { event: null, value: true };
+    // A renewal whose outcome is unknown leaves the expiry where it was; the caller may renew again.
+    if (attempt.kind === 'renew') return { event: renewedEvent(attempt, 'Unknown', error), value: true };
     // An unknown cleanup release frees its item for the next claim (the release is idempotent).
     if (attempt.kind === 'cleanup') {
       return { event: { type: 'cleanup.failed', ...cleanupEvent(attempt), error }, value: true };
     }
     return { event: { type: 'provider.unknown', ...fencesOf(attempt, attempt.kind), error }, value: true };
   });
+}
+
+/** A renew attempt's answer for the machine: only a confirmed one moves the lease's expiry. */
+function renewedEvent(
+  attempt: AttemptRow,
+  outcome: 'Succeeded' | 'Failed' | 'Unknown' | 'Superseded',
+  error: { code: string; message: string } | null,
+): EnvironmentEvent {
+  return {
+    type: 'sandbox.renewed',
+    resourceGeneration: attempt.resourceGeneration,
+    providerFence: attempt.providerFence,
+    attemptId: attempt.attemptId,
+    outcome,
+    error,
+  };
 }

@@ -160,6 +160,12 @@ async function reserveLease(
       ownerHash: lease.ownerHash,
       resourceGeneration: lease.resourceGeneration,
       providerFence: lease.providerFence,
+      // The provision request as accepted: readiness takes its bindings from here.
+      provision: {
+        workspace: lease.workspace,
+        networkPolicyGeneration: lease.networkPolicyGeneration,
+        expiresAt: lease.expiresAt,
+      },
     },
     workspace: lease.workspace,
     networkPolicyGeneration: lease.networkPolicyGeneration,

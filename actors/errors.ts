@@ -224,3 +224,21 @@ export class ReleaseBlockedError extends ActorError {
     return { unresolvedAttempts: this.unresolvedAttempts, pendingCleanups: this.pendingCleanups };
   }
 }
+
+/** A run-bound route called without the exact project/run bindings in the token. */
+export class RunBindingError extends ActorError {
+  override readonly status = 403;
+  override readonly title = 'Run binding required';
+  constructor(message: string) {
+    super('run-binding-required', message);
+  }
+}
+
+/** The placement cannot be projected: the lease is not current and Active, expired, or moved. */
+export class PlacementRefusedError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Placement unavailable';
+  constructor(code: 'placement-not-active' | 'lease-expired' | 'placement-changed', message: string) {
+    super(code, message);
+  }
+}

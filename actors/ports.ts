@@ -61,3 +61,117 @@ export interface NetworkPolicyVerifier {
 export interface AttemptRunner {
   runNow(attemptId: string, timeoutMs: number): Promise<AttemptRow | null>;
 }
+
+/**
+ * Where the AgentHost of one exact Pod answers: Sandlot connects to the observed Pod IP and
+ * verifies TLS for the Service DNS name (never the IP), against the `service-backend-ca` root.
+ */
+export interface AgentHostEndpoint {
+  podIp: string;
+  podUid: string;
+  /** The DNS name the Host's certificate must carry (its private Service's name). */
+  serverName: string;
+  port: number;
+}
+
+/** The exact lease an AgentHost is asked about. */
+export interface AgentHostTarget {
+  environmentId: string;
+  operationId: string;
+  resourceGeneration: number;
+  providerFence: number;
+  resourceId: string;
+  /** Null where the provider has no network endpoint (the simulated provider). */
+  endpoint: AgentHostEndpoint | null;
+}
+
+/**
+ * What the Host reports of itself: whether it was configured (its authenticated configuration
+ * handshake completed), and for which lease, Pod, Workspace mount and network generation. Sandlot
+ * compares every binding with the lease; a Host configured for something else is not configured.
+ */
+export type AgentHostReadiness =
+  | { configured: false; reason: string }
+  | {
+      configured: true;
+      environmentId: string;
+      operationId: string;
+      resourceGeneration: number;
+      podUid: string | null;
+      workspaceMountPath: string;
+      networkPolicyGeneration: number;
+      /** When the Host completed its configuration (ISO instant). */
+      configuredAt: string;
+    };
+
+/** A `/health/live` probe's verdict; `live: false` names why (never a credential). */
+export type LiveProbeResult = { live: true } | { live: false; code: string; message: string };
+
+export interface AgentHost {
+  /**
+   * Fresh configuration and readiness evidence of the Host serving the exact target. Throws when
+   * the Host cannot be asked (unreachable, bad TLS, bad answer): an outage is not a verdict.
+   */
+  readiness(target: AgentHostTarget, signal: AbortSignal): Promise<AgentHostReadiness>;
+  /** One `/health/live` probe over a fresh connection (no pooling, no redirects, no credentials). */
+  probeLive(endpoint: AgentHostEndpoint, signal: AbortSignal): Promise<LiveProbeResult>;
+}
+
+/** A Workspace's storage provider and options revision: what a volume's storage is pinned to. */
+export interface StorageSelection {
+  providerId: string;
+  optionsRevision: string;
+}
+
+/** The exact volume generation a provision names, and whose it is. */
+export interface WorkspaceVolumeRef {
+  tenantId: string;
+  projectId: string;
+  environmentId: string;
+  volumeId: string;
+  resourceGeneration: number;
+  dataGeneration: number;
+}
+
+/** A claim as its PersistentVolume's `spec.claimRef` names it. */
+export interface StorageClaimRef {
+  namespace: string | null;
+  name: string | null;
+  uid: string | null;
+}
+
+/**
+ * What storage actually holds for one volume, read back afresh: no verdict, just facts (null where
+ * storage holds nothing). actors/workspace-storage.ts judges them against the Workspace record.
+ */
+export interface StorageEvidence {
+  /** The storage selection the volume's claim was made under (null when it names none). */
+  selection: StorageSelection | null;
+  /** The Workspace PVC, or null when it does not exist. */
+  pvc: {
+    namespace: string;
+    name: string;
+    uid: string;
+    /** The owner-generation annotations, verbatim (null when absent). */
+    environmentId: string | null;
+    resourceGeneration: string | null;
+    dataGeneration: string | null;
+    /** `status.phase` (`Bound` when bound). */
+    phase: string | null;
+    /** `spec.volumeName`: the bound PersistentVolume. */
+    volumeName: string | null;
+    deleting: boolean;
+  } | null;
+  /** The PersistentVolume the PVC names, or null when it names none or it does not exist. */
+  pv: { name: string; uid: string; claimRef: StorageClaimRef | null } | null;
+}
+
+export interface WorkspaceStorage {
+  /** The storage configured now: what a volume's first verified admission pins it to. */
+  readonly selection: StorageSelection;
+  /**
+   * Fresh evidence of the volume's storage. Throws when storage cannot be read (a failed call, a
+   * timeout, the signal): an outage is never a verdict, and absence is only ever a null field.
+   */
+  inspect(volume: WorkspaceVolumeRef, signal: AbortSignal): Promise<StorageEvidence>;
+}

@@ -1,10 +1,14 @@
 // Checks made before a lease is reserved and before any provider is contacted: the run selection
 // names exactly one exclusive candidate that matches the configured provider in every field (no
-// default substitution), the Workspace is the exact Available generation, and the network policy
+// default substitution), the Workspace is the exact Available generation and its storage (read back
+// through the WorkspaceStorage port) holds the pinned PVC and PV for it, and the network policy
 // generation is the project's verified current one, asked afresh of the NetworkPolicyVerifier port
 // (the embedded table, or the Cilium policies read back from Kubernetes).
 import type { ProviderIdentity } from '../providers/provider.ts';
 import type { Queryable } from '../store/db.ts';
+import type { EnvironmentRow } from '../store/environments.ts';
+import { pinStorageBinding, readStorageBinding } from '../store/workspace-bindings.ts';
+import { EmbeddedWorkspaceStorage } from '../store/workspace-storage.ts';
 import { readVolume } from '../store/workspaces.ts';
 import {
   ActorError,
@@ -17,7 +21,16 @@ import type {
   NetworkPolicyVerifier,
   ProviderCandidate,
   RunSelection,
+  StorageEvidence,
+  WorkspaceStorage,
+  WorkspaceVolumeRef,
 } from './ports.ts';
+import {
+  checkStorageEvidence,
+  WorkspaceStorageRefusedError,
+  WorkspaceStorageUnavailableError,
+  type StorageCheckFailure,
+} from './workspace-storage.ts';
 
 const identityFields = [
   'providerId',
@@ -63,19 +76,63 @@ export function selectProvider(selection: RunSelection, configured: ProviderIden
 // Capabilities are a set: order does not matter.
 const normalise = (value: unknown) => (Array.isArray(value) ? [...(value as string[])].sort() : value);
 
+/** How long the storage readback of one provision may take. */
+const STORAGE_TIMEOUT_MS = 5_000;
+
+/**
+ * The Workspace record, then its storage: the volume is this Environment's, at exactly the requested
+ * generations and Available (WorkspaceConflictError), and storage, read back afresh through the
+ * port, holds exactly the pinned PVC and its bound PV for that generation (actors/workspace-storage.ts).
+ * The first verified admission pins the storage binding every later one is compared with. Runs before
+ * the lease is reserved, so a refusal reserves and dispatches nothing.
+ */
 export async function verifyWorkspace(
   q: Queryable,
-  environmentId: string,
+  env: Pick<EnvironmentRow, 'environmentId' | 'tenantId' | 'projectId'>,
   workspace: { volumeId: string; resourceGeneration: number; dataGeneration: number },
+  storage: WorkspaceStorage = new EmbeddedWorkspaceStorage(q),
 ): Promise<void> {
   const volume = await readVolume(q, workspace.volumeId);
   if (
-    volume?.environmentId !== environmentId ||
+    volume?.environmentId !== env.environmentId ||
     volume.resourceGeneration !== workspace.resourceGeneration ||
     volume.dataGeneration !== workspace.dataGeneration ||
     volume.state !== 'Available'
   ) {
     throw new WorkspaceConflictError(workspace.volumeId);
+  }
+  const ref: WorkspaceVolumeRef = {
+    tenantId: env.tenantId,
+    projectId: env.projectId,
+    environmentId: env.environmentId,
+    volumeId: workspace.volumeId,
+    resourceGeneration: workspace.resourceGeneration,
+    dataGeneration: workspace.dataGeneration,
+  };
+  const binding = await readStorageBinding(q, workspace.volumeId);
+  const evidence = await inspectStorage(storage, ref);
+  const refuse = (failures: StorageCheckFailure[]) => {
+    if (failures.length > 0) throw new WorkspaceStorageRefusedError(workspace.volumeId, failures);
+  };
+  refuse(checkStorageEvidence({ volume: ref, selection: storage.selection, binding }, evidence));
+  if (binding !== null || evidence.pvc === null || evidence.selection === null) return;
+  // First verified admission: pin what was verified; a concurrent first pin of other storage loses here.
+  const held = await pinStorageBinding(q, workspace.volumeId, {
+    selection: evidence.selection,
+    pvcNamespace: evidence.pvc.namespace,
+    pvcName: evidence.pvc.name,
+    pvcUid: evidence.pvc.uid,
+  });
+  refuse(checkStorageEvidence({ volume: ref, selection: storage.selection, binding: held }, evidence));
+}
+
+/** One bounded readback; a port that cannot answer becomes WorkspaceStorageUnavailableError (503). */
+async function inspectStorage(storage: WorkspaceStorage, ref: WorkspaceVolumeRef): Promise<StorageEvidence> {
+  try {
+    return await storage.inspect(ref, AbortSignal.timeout(STORAGE_TIMEOUT_MS));
+  } catch (error) {
+    if (error instanceof ActorError) throw error;
+    throw new WorkspaceStorageUnavailableError(ref.volumeId, error);
   }
 }
 

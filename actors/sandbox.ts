@@ -1,13 +1,14 @@
 // Sandbox lease use cases: provision, inspect, abandon, reconcile, attempt reads. Every route needs
 // WriteProjects and ReadRunSelection before the run selection is read or a provider contacted, and
 // asks again after every asynchronous step and inside the transaction before commit (Guard).
-import type { EnvironmentContext } from '../machines/environment-context.ts';
+import type { EnvironmentContext, RenewalContext } from '../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import { readAttempt, readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
 import { readCleanup, readCleanupsOf, type CleanupRow } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
-import type { EnvironmentRow } from '../store/environments.ts';
+import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
+import { readVolume } from '../store/workspaces.ts';
 import {
   readCurrentLease,
   readLatestLease,
@@ -18,6 +19,7 @@ import {
 import { claimCleanup, claimTtlMs, cleanupView, nextClaimable, type CleanupView } from './cleanups.ts';
 import { operationIdOf, ownerHashOf } from './environment-id.ts';
 import {
+  ActorError,
   LeaseConflictError,
   LeaseNotFoundError,
   RunSelectionChangedError,
@@ -26,12 +28,14 @@ import {
 import { Guard } from './guard.ts';
 import type { EnvironmentAddress } from './owned.ts';
 import type {
+  AgentHost,
   AttemptRunner,
   Caller,
   NetworkPolicyVerifier,
   Permission,
   ProjectsAuthority,
   RunSelectionSource,
+  WorkspaceStorage,
 } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
 import {
@@ -41,6 +45,14 @@ import {
   verifyWorkspace,
 } from './sandbox-admission.ts';
 import { observeLease, type Observation } from './sandbox-observe.ts';
+import {
+  agentHostTargetOf,
+  isExpired,
+  readinessConditions,
+  recordedRequestOf,
+  sameLease,
+  type ReadinessCondition,
+} from './sandbox-readiness.ts';
 import { leaseView, type LeaseView } from './sandbox-view.ts';
 
 export interface SandboxDeps {
@@ -53,12 +65,14 @@ export interface SandboxDeps {
   runner: AttemptRunner;
   /** Verifies a network policy generation afresh, at provision and at every inspection. */
   networkPolicies: NetworkPolicyVerifier;
-  /** The provider phase that counts as ready for dispatch (default `started`). */
-  readyPhase?: string;
+  /** The AgentHost port: the configuration handshake and readiness evidence of a sandbox's Host. */
+  agentHost: AgentHost;
   /** How long an inspection waits for its describe (default 5 s). */
   describeTimeoutMs?: number;
   /** Lease time to live from reservation (unset: leases do not expire). */
   leaseTtlMs?: number;
+  /** Workspace storage read back before a lease is reserved (default: the embedded table over `db`). */
+  workspaceStorage?: WorkspaceStorage;
 }
 
 type ProvisionEvent = Extract<EnvironmentEvent, { type: 'sandbox.provision' }>;
@@ -75,6 +89,9 @@ export interface LeaseFences {
 
 export interface Readiness {
   readyForDispatch: boolean;
+  /** The Environment's phase for this lease: the provider's, or `configured` once ready. */
+  phase: string | null;
+  conditions: ReadinessCondition[];
   observation: Observation | null;
   networkPolicy: { generation: number | null; verified: boolean };
 }
@@ -126,7 +143,7 @@ export class SandboxService {
       const current = await guard.selection(address.runId);
       if (current.selectionHash !== env.runSelectionHash) throw new RunSelectionChangedError(address.runId);
       selectProvider(current, provider.identity);
-      await verifyWorkspace(db, env.environmentId, request.workspace);
+      await verifyWorkspace(db, env, request.workspace, this.deps.workspaceStorage);
       await verifyNetworkPolicy(
         networkPolicies,
         caller.tenantId,
@@ -189,9 +206,10 @@ export class SandboxService {
   }
 
   /**
-   * The lease and whether it is ready for dispatch: Active, observed exactly (a describe attempt run
-   * now through the one runner, awaited with a bounded wait) in the ready phase and not finished,
-   * and the requested network policy generation verified afresh.
+   * The lease and its readiness for dispatch, as conditions (actors/sandbox-readiness.ts): an exact
+   * describe run now through the one runner (bounded wait), the AgentHost's configuration evidence,
+   * the requested network policy generation verified afresh and the Workspace attachment, all
+   * against the same lease, re-read after every observation.
    */
   async inspect(
     caller: Caller,
@@ -199,54 +217,157 @@ export class SandboxService {
     networkPolicyGeneration: number | undefined,
   ): Promise<{ lease: LeaseView } & Readiness> {
     const { db, networkPolicies, runtime, runner } = this.deps;
+    const timeoutMs = this.deps.describeTimeoutMs ?? 5_000;
     const guard = this.#guard(caller, address);
     const env = await guard.environment(address);
-    const lease = await this.#currentOrLatest(env);
+    const first = await this.#currentOrLatest(env);
     const observation = await guard.after(() =>
-      observeLease(
-        { runtime, runner, describeTimeoutMs: this.deps.describeTimeoutMs ?? 5_000 },
-        lease,
-        guard.commit(address.runId),
-      ),
+      observeLease({ runtime, runner, describeTimeoutMs: timeoutMs }, first, guard.commit(address.runId)),
     );
+    const request = recordedRequestOf(first);
     const verified =
       networkPolicyGeneration !== undefined &&
-      networkPolicyGeneration === lease.networkPolicyGeneration &&
+      networkPolicyGeneration === request?.networkPolicyGeneration &&
       (await networkPolicyVerified(networkPolicies, env.tenantId, env.projectId, networkPolicyGeneration));
-    const after = (await readLeaseByOperation(db, lease.operationId)) ?? lease;
+    const observed = await readLeaseByOperation(db, first.operationId);
     // Traffic stops when the Pod answering is not the one the lease mapped (a reused name, or
     // status that is stale): never ready, and the observation says why.
-    const mapped = after.resource?.placement['podUid'];
-    const replaced =
-      observation?.podUid !== undefined && mapped !== undefined && observation.podUid !== mapped;
+    const mapped = observed?.resource?.placement['podUid'];
+    const replacedPod =
+      observation?.podUid !== undefined && mapped !== undefined && observation.podUid !== mapped
+        ? { seen: observation.podUid, mapped }
+        : null;
     const seen: Observation | null =
-      replaced && observation !== null
+      replacedPod !== null && observation !== null
         ? {
             ...observation,
             error: {
               code: 'pod-replaced',
-              message: `the Pod answering (UID ${observation.podUid}) is not the one this lease mapped (UID ${mapped}); a name was reused or status is stale`,
+              message: `the Pod answering (UID ${replacedPod.seen}) is not the one this lease mapped (UID ${replacedPod.mapped}); a name was reused or status is stale`,
             },
           }
         : observation;
-    // An expired lease is never ready, fenced yet or not: its time is up.
-    const expired =
-      after.expiredAt !== null || (after.expiresAt !== null && new Date(after.expiresAt) <= new Date());
-    const ready =
-      lease.state === 'Active' &&
-      !expired &&
+    // The Host is asked only about a lease still the same, seen started by an exact describe.
+    const askHost =
+      observed !== null &&
+      sameLease(first, observed) &&
+      first.state === 'Active' &&
       seen?.exact === true &&
+      seen.error === null &&
       seen.finished === null &&
-      seen.phase === (this.deps.readyPhase ?? 'started') &&
-      !replaced &&
-      verified;
+      seen.phase === 'started';
+    const host = askHost ? await this.#askHost(guard, observed, timeoutMs) : null;
+    const last = await readLeaseByOperation(db, first.operationId);
+    const volume = await readVolume(db, (request?.workspace ?? first.workspace).volumeId);
+    const conditions = readinessConditions({
+      first: observed ?? first,
+      last,
+      now: new Date(),
+      observation: seen,
+      replacedPod,
+      host,
+      network: { requested: networkPolicyGeneration, verified },
+      volume,
+    });
+    const ready = conditions.every((c) => c.status === 'True');
+    const configured = conditions.find((c) => c.type === 'HostConfigured')?.status === 'True';
     await guard.check();
     return {
-      lease: leaseView(after),
+      lease: leaseView(last ?? observed ?? first),
       readyForDispatch: ready,
+      phase: configured && ready ? 'configured' : (seen?.phase ?? null),
+      conditions,
       observation: seen,
       networkPolicy: { generation: networkPolicyGeneration ?? null, verified },
     };
+  }
+
+  async #askHost(guard: Guard, lease: LeaseRow, timeoutMs: number) {
+    try {
+      const answer = await guard.after(() =>
+        this.deps.agentHost.readiness(agentHostTargetOf(lease), AbortSignal.timeout(timeoutMs)),
+      );
+      return { answer };
+    } catch (error) {
+      if (error instanceof ActorError) throw error;
+      return {
+        error: `the AgentHost could not be asked: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+  }
+
+  /**
+   * Renews the Active, unexpired lease with these fences to now plus the configured time to live:
+   * the machine opens a renew attempt (the provider moves its term first), the runner runs it now,
+   * and the expiry moves once the provider confirmed. The idempotency key names the renewal: a
+   * repeat answers the same renewal as it stands, without a second call.
+   */
+  async renew(
+    caller: Caller,
+    address: EnvironmentAddress,
+    request: LeaseFences & { idempotencyKey: string },
+  ): Promise<{ lease: LeaseView; renewal: RenewalContext }> {
+    const { db, runtime, runner } = this.deps;
+    const guard = this.#guard(caller, address, ['WriteProjects']);
+    const env = await guard.environment(address);
+    const lease = await this.#fenced(env, request);
+    const renewalOf = (context: unknown) =>
+      (context as EnvironmentContext | undefined)?.sandbox.lease?.renewal ?? null;
+    const persisted = async () =>
+      ((await readEnvironment(db, env.environmentId))?.snapshot as { context?: unknown } | undefined)
+        ?.context;
+    const ttl = this.deps.leaseTtlMs;
+    if (ttl === undefined || lease.expiresAt === null) {
+      throw new LeaseConflictError(
+        'lease-does-not-expire',
+        'this lease has no expiry to renew (no lease time to live is configured)',
+      );
+    }
+    const now = new Date();
+    const outcome = await runtime.send(
+      env.environmentId,
+      {
+        type: 'sandbox.renew',
+        resourceGeneration: request.resourceGeneration,
+        providerFence: request.providerFence,
+        idempotencyKey: request.idempotencyKey,
+        expiresAt: new Date(now.getTime() + (ttl ?? 0)).toISOString(),
+        at: now.toISOString(),
+      },
+      guard.commit(address.runId),
+    );
+    let renewal = renewalOf(outcome.snapshot.context);
+    if (renewal?.idempotencyKey !== request.idempotencyKey) {
+      throw this.#renewRefusal(await this.#fenced(env, request, lease), renewal, now);
+    }
+    if (outcome.accepted && renewal.state === 'Pending') {
+      await guard.after(() => runner.runNow(renewal?.attemptId ?? '', this.deps.describeTimeoutMs ?? 5_000));
+      renewal = renewalOf(await persisted()) ?? renewal;
+    }
+    const after = (await readLeaseByOperation(db, lease.operationId)) ?? lease;
+    await guard.check();
+    if (renewal.state === 'Failed') {
+      throw new LeaseConflictError(
+        'renew-failed',
+        `the renewal was not confirmed (${renewal.error?.code ?? 'failed'}: ${renewal.error?.message ?? ''}); the lease still expires at ${after.expiresAt?.toISOString() ?? 'never'}`,
+      );
+    }
+    return { lease: leaseView(after), renewal };
+  }
+
+  #renewRefusal(lease: LeaseRow, renewal: RenewalContext | null, now: Date): LeaseConflictError {
+    if (lease.state !== 'Active')
+      return new LeaseConflictError('lease-not-active', `the lease is ${lease.state}`);
+    if (isExpired(lease, now)) {
+      return new LeaseConflictError('lease-expired', 'the lease expired; an expired lease is not renewed');
+    }
+    if (renewal?.state === 'Pending') {
+      return new LeaseConflictError(
+        'renewal-in-progress',
+        'another renewal of this lease is in flight; ask again once it answered',
+      );
+    }
+    return new LeaseConflictError('renew-refused', 'the lease cannot be renewed now');
   }
 
   async attempts(caller: Caller, address: EnvironmentAddress, operationId: string): Promise<AttemptRow[]> {

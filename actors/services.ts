@@ -1,14 +1,25 @@
 // Builds the actor runtime's use cases over one database and one set of ports. Routes receive these
 // services and nothing else; the runtime and the attempt runner are built by the caller (the
 // composition root), since workers need them too.
+import type { AgentHostConfiguration } from '../config/agenthost.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
 import { environmentDefinition } from './environment-definition.ts';
 import { JournalService } from './journal.ts';
 import { LifecycleService } from './lifecycle.ts';
-import type { AttemptRunner, NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from './ports.ts';
+import { EmbeddedAgentHost } from './agenthost-embedded.ts';
+import type {
+  AgentHost,
+  AttemptRunner,
+  NetworkPolicyVerifier,
+  ProjectsAuthority,
+  RunSelectionSource,
+  WorkspaceStorage,
+} from './ports.ts';
 import { ActorRuntime } from './runtime.ts';
+import { PlacementService } from './placement.ts';
+import { RuntimeProfileService } from './runtime-profiles.ts';
 import { SandboxService } from './sandbox.ts';
 import { WorkspaceService } from './workspaces.ts';
 
@@ -17,6 +28,8 @@ export type EnvironmentRuntime = ActorRuntime<EnvironmentEvent>;
 export interface Services {
   lifecycle: LifecycleService;
   sandbox: SandboxService;
+  placement: PlacementService;
+  runtimeProfiles: RuntimeProfileService;
   workspaces: WorkspaceService;
   journal: JournalService;
 }
@@ -36,10 +49,26 @@ export function createServices(deps: {
   networkPolicies: NetworkPolicyVerifier;
   /** Lease time to live from reservation (unset: leases do not expire). */
   leaseTtlMs?: number;
+  /** The AgentHost port (default: the embedded stand-in, configured once its sandbox started). */
+  agentHost?: AgentHost;
+  /** The immutable AgentHost configuration (unset: runtime profile resolve answers 409). */
+  agentHostProfiles?: AgentHostConfiguration;
+  /** Workspace storage read back at provision (default: the embedded table over db). */
+  workspaceStorage?: WorkspaceStorage;
 }): Services {
+  const agentHost = deps.agentHost ?? new EmbeddedAgentHost({ db: deps.db });
+  const placement = new PlacementService(deps);
+  const { agentHostProfiles: configuration } = deps;
   return {
     lifecycle: new LifecycleService(deps),
-    sandbox: new SandboxService(deps),
+    sandbox: new SandboxService({ ...deps, agentHost }),
+    placement,
+    runtimeProfiles: new RuntimeProfileService({
+      ...deps,
+      placement,
+      agentHost,
+      ...(configuration === undefined ? {} : { configuration }),
+    }),
     workspaces: new WorkspaceService(deps),
     journal: new JournalService(deps),
   };

@@ -2,11 +2,19 @@
 // configuration. Everything below it takes its dependencies as arguments.
 import type { Logger } from 'pino';
 import { createEnvironmentRuntime, createServices, type Services } from '../actors/services.ts';
-import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from '../actors/ports.ts';
+import { EmbeddedAgentHost, UnreachableAgentHost } from '../actors/agenthost-embedded.ts';
+import type {
+  AgentHost,
+  NetworkPolicyVerifier,
+  ProjectsAuthority,
+  RunSelectionSource,
+  WorkspaceStorage,
+} from '../actors/ports.ts';
 import type { Config } from '../config/types.ts';
 import { createApp } from '../http/app.ts';
 import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
 import { createTokenVerifier, type TokenVerifier } from '../http/auth/verify.ts';
+import { HttpsAgentHost } from '../http/clients/agenthost-client.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
 import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
@@ -77,7 +85,11 @@ function providerFor(
   config: Config,
   db: Database,
   env: Readonly<Record<string, string | undefined>>,
-): { provider: ClosableProvider; networkPolicies: NetworkPolicyVerifier } {
+): {
+  provider: ClosableProvider;
+  networkPolicies: NetworkPolicyVerifier;
+  workspaceStorage?: WorkspaceStorage;
+} {
   if (config.provider.id === 'agent-sandbox') return createAgentSandbox(env);
   return {
     provider: new SimulatedProvider({
@@ -106,7 +118,7 @@ export async function composeSandlot(
     provider = chosen.provider;
     const ports = portsFor(config, db);
     const runtime = createEnvironmentRuntime(db);
-    const { networkPolicies } = chosen;
+    const { networkPolicies, workspaceStorage } = chosen;
     const runner = attemptRunner(
       runnerDeps({ db, runtime, provider, logger, networkPolicies, ...ports }, config.workers.callTimeoutMs),
     );
@@ -118,6 +130,9 @@ export async function composeSandlot(
       networkPolicies,
       ...ports,
       ...(config.leaseTtlMs === undefined ? {} : { leaseTtlMs: config.leaseTtlMs }),
+      agentHost: agentHostFor(config, db),
+      ...(workspaceStorage === undefined ? {} : { workspaceStorage }),
+      ...(config.agentHostProfiles === undefined ? {} : { agentHostProfiles: config.agentHostProfiles }),
     });
     // An API-only process with Redis still publishes its effects at once; without Redis the worker
     // processes' relays find them in PostgreSQL.
@@ -163,4 +178,19 @@ export async function composeSandlot(
     await db.close();
     throw error;
   }
+}
+
+/**
+ * Who answers for a sandbox's AgentHost: the HTTPS client (Pod IP, TLS for the Service name against
+ * the configured `service-backend-ca`) for Agent Sandbox; the embedded stand-in for the simulated
+ * provider. Agent Sandbox without a trust root gets a Host that never answers, so no lease is ready.
+ */
+function agentHostFor(config: Config, db: Database): AgentHost {
+  if (config.provider.id !== 'agent-sandbox') return new EmbeddedAgentHost({ db });
+  if (config.agentHostCaPem === undefined) {
+    return new UnreachableAgentHost(
+      'no AgentHost trust root is configured (SANDLOT_AGENTHOST_CA_FILE), so no Host can be asked',
+    );
+  }
+  return new HttpsAgentHost({ caPem: config.agentHostCaPem });
 }

@@ -3,8 +3,9 @@
 // does (SANDLOT_DATA_DIR), so the demo must share the server's data directory. It grants a demo user,
 // writes the run selection from GET /admin/provider, registers a network policy, registers an
 // Environment under a fresh run, creates a Workspace, provisions, waits for Active, checks
-// readyForDispatch, releases the Environment, waits for Released, and prints the provider attempts
-// and the Environment's journal as timelines.
+// readyForDispatch (phase configured: the AgentHost handshake), reads the placement projection,
+// releases the Environment, waits for Released, and prints the provider attempts and the
+// Environment's journal as timelines.
 import { randomBytes } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
@@ -402,20 +403,44 @@ export async function demoCommand(args: string[]): Promise<void> {
         await client.call<{
           lease: Lease;
           readyForDispatch: boolean;
+          phase: string | null;
+          conditions: { type: string; status: string; reason: string }[];
           observation: { phase: string | null; exact: boolean } | null;
           networkPolicy: { verified: boolean };
         }>('inspect', 'GET', `${env}/sandbox?networkPolicyGeneration=${POLICY_GENERATION}`, user)
       ).body,
-    (view) => ({
-      text: `readyForDispatch ${String(view.readyForDispatch)} phase ${view.observation?.phase ?? '-'}`,
-      key: `${String(view.readyForDispatch)}/${view.observation?.phase ?? '-'}`,
-    }),
+    (view) => {
+      // Which readiness conditions still hold it back, by type and reason.
+      const waiting = view.conditions
+        .filter((c) => c.status !== 'True')
+        .map((c) => `${c.type}=${c.reason}`)
+        .join(' ');
+      return {
+        text: `readyForDispatch ${String(view.readyForDispatch)} phase ${view.phase ?? '-'}${waiting === '' ? '' : ` waiting on ${waiting}`}`,
+        key: `${String(view.readyForDispatch)}/${view.phase ?? '-'}/${waiting}`,
+      };
+    },
     (view) => view.readyForDispatch,
     (view) => (view.lease.state !== 'Active' ? `the lease left Active (${view.lease.state})` : null),
   );
   out.line(
-    `✓ readyForDispatch true: exact observation in phase ${inspected.observation?.phase ?? '-'}, ` +
-      `network policy generation ${POLICY_GENERATION} verified ${String(inspected.networkPolicy.verified)}`,
+    `✓ readyForDispatch true in phase ${inspected.phase ?? '-'}: the sandbox was observed ` +
+      `${inspected.observation?.phase ?? '-'} and its AgentHost configured, network policy generation ` +
+      `${POLICY_GENERATION} verified ${String(inspected.networkPolicy.verified)}`,
+  );
+  out.line(`  ${inspected.conditions.map((c) => `${c.type} ${c.status}`).join(', ')}`);
+
+  const placement = (
+    await client.call<{
+      resource: { resourceId: string; endpoint: string | null };
+      lease: { revision: number; expiresAt: string | null };
+      providerPin: { providerId: string; adapterVersion: string };
+    }>('placement', 'GET', `${env}/sandbox/v1/placement`, user)
+  ).body;
+  out.line(
+    `✓ placement: ${placement.resource.resourceId} at ${placement.resource.endpoint ?? '(no endpoint)'}, ` +
+      `lease revision ${placement.lease.revision}, expires ${placement.lease.expiresAt ?? 'never'}, ` +
+      `pinned to ${placement.providerPin.providerId} ${placement.providerPin.adapterVersion}`,
   );
 
   const releaseStarted = Date.now();

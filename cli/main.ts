@@ -13,7 +13,7 @@ Commands:
   serve [--port N] [--no-workers]          run the API (and, unless --no-workers, the workers)
   worker                                   run effect workers, outbox relay and reconciler (needs DATABASE_URL)
   migrate                                  apply database migrations and exit
-  token --tenant T --sub S [--admin] [--ttl 1h]
+  token --tenant T --sub S [--admin] [--ttl 1h] [--project P --run R]
                                            print a dev token signed with the embedded key
   demo [--url http://127.0.0.1:8080]       run one sandbox lease end to end against a running embedded serve
 

@@ -10,9 +10,13 @@ export async function tokenCommand(args: string[]): Promise<void> {
     sub: { type: 'string' },
     admin: { type: 'boolean', default: false },
     ttl: { type: 'string', default: '1h' },
+    project: { type: 'string' },
+    run: { type: 'string' },
   });
   if (options.tenant === undefined || options.sub === undefined)
     throw new UsageError('--tenant and --sub are required');
+  if ((options.project === undefined) !== (options.run === undefined))
+    throw new UsageError('--project and --run go together: a run-bound token names both');
   const config = configFromEnvironment();
   if (config.mode !== 'embedded') {
     throw new UsageError(
@@ -33,6 +37,9 @@ export async function tokenCommand(args: string[]): Promise<void> {
     tenant: options.tenant,
     subject: options.sub,
     operator: options.admin,
+    ...(options.project !== undefined && options.run !== undefined
+      ? { runBinding: { projectId: options.project, runId: options.run } }
+      : {}),
     ttlSeconds,
   });
   process.stdout.write(`${token}\n`);

@@ -7,7 +7,7 @@ export type ConfigSummary = Readonly<Config>;
 const redact = (value: string): string => redactUrl(value) ?? 'redacted';
 
 export function describeConfig(config: Config): ConfigSummary {
-  const { databaseUrl, redisUrl, projectsUrl, runSelectionUrl, auth } = config;
+  const { databaseUrl, redisUrl, projectsUrl, runSelectionUrl, auth, agentHostCaPem } = config;
   return {
     ...config,
     ...(databaseUrl === undefined ? {} : { databaseUrl: redact(databaseUrl) }),
@@ -15,5 +15,7 @@ export function describeConfig(config: Config): ConfigSummary {
     ...(projectsUrl === undefined ? {} : { projectsUrl: redact(projectsUrl) }),
     ...(runSelectionUrl === undefined ? {} : { runSelectionUrl: redact(runSelectionUrl) }),
     auth: { ...auth, ...(auth.jwksUrl === undefined ? {} : { jwksUrl: redact(auth.jwksUrl) }) },
+    // Public, but long: the summary says only that a trust root is set.
+    ...(agentHostCaPem === undefined ? {} : { agentHostCaPem: '(PEM bundle)' }),
   };
 }

@@ -5,6 +5,7 @@ import { parseFaultPlan } from '../providers/simulated/fault-plan.ts';
 
 import { z } from 'zod';
 import { JWT_ALGORITHMS, LOG_LEVELS, PROVIDERS, type Config, type JwtAlgorithm } from './types.ts';
+import { agentHostCaFile, agentHostConfigFile } from './agenthost.ts';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const BOOLEANS = new Map([
@@ -131,6 +132,9 @@ const envObject = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,32}$/, 'expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-"')
     .default('sandlot'),
+  // Read and validated here, at start; absent: the runtime profile resolve answers 409.
+  SANDLOT_AGENTHOST_CONFIG_FILE: agentHostConfigFile.optional(),
+  SANDLOT_AGENTHOST_CA_FILE: agentHostCaFile.optional(),
 });
 
 type Env = z.output<typeof envObject>;
@@ -182,6 +186,10 @@ function toConfig(env: Env): Config {
       : {}),
     provider: { id: env.SANDLOT_PROVIDER, optionsRevision: env.SANDLOT_PROVIDER_OPTIONS_REVISION },
     ...(env.SANDLOT_LEASE_TTL_MS === undefined ? {} : { leaseTtlMs: env.SANDLOT_LEASE_TTL_MS }),
+    ...(env.SANDLOT_AGENTHOST_CONFIG_FILE === undefined
+      ? {}
+      : { agentHostProfiles: env.SANDLOT_AGENTHOST_CONFIG_FILE }),
+    ...(env.SANDLOT_AGENTHOST_CA_FILE === undefined ? {} : { agentHostCaPem: env.SANDLOT_AGENTHOST_CA_FILE }),
     simulated: {
       seed: env.SANDLOT_SIMULATED_SEED,
       ...(env.SANDLOT_SIMULATED_FAULTS === undefined

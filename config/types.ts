@@ -1,4 +1,5 @@
 import type { FaultPlan } from '../providers/simulated/fault-plan.ts';
+import type { AgentHostConfiguration } from './agenthost.ts';
 // Sandlot's configuration after validation. Every field is resolved (defaults applied); optional
 // keys are absent, never undefined, so spreading a Config never overwrites with undefined.
 
@@ -41,6 +42,10 @@ export interface Config {
   provider: { id: ProviderId; optionsRevision: string };
   /** How long a lease lasts from reservation (unset: it does not expire). Expiry never releases. */
   leaseTtlMs?: number;
+  /** The immutable AgentHost receiver and source runtime profiles (SANDLOT_AGENTHOST_CONFIG_FILE). */
+  agentHostProfiles?: AgentHostConfiguration;
+  /** PEM roots of `service-backend-ca`, which an AgentHost's certificate must chain to. */
+  agentHostCaPem?: string;
   simulated: { seed: number; faults?: FaultPlan };
   workers: {
     concurrency?: number;
@@ -52,3 +57,19 @@ export interface Config {
     prefix: string;
   };
 }
+
+/**
+ * What the provider report route (POST /internal/provider-lifecycle/reports) needs before it may
+ * accept anything: a way to authenticate the provider's identity, and Core's acknowledgement of the
+ * interruption command. Neither exists yet, so neither is settable: no variable reads them, and the
+ * route answers 503 `provider-reports-unavailable` whatever it is sent.
+ */
+export interface ProviderReportsAdmission {
+  identityAuthentication: null;
+  coreInterruptionAck: null;
+}
+
+export const providerReportsAdmission: ProviderReportsAdmission = {
+  identityAuthentication: null,
+  coreInterruptionAck: null,
+};

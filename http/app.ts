@@ -16,6 +16,9 @@ import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { journalRoutes } from './routes/journal.ts';
+import { placementRoutes } from './routes/placement.ts';
+import { providerReportRoutes } from './routes/provider-reports.ts';
+import { runtimeProfileRoutes } from './routes/runtime-profiles.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 
 export interface AppDeps {
@@ -106,7 +109,11 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.use('/api/*', auth);
   app.route('/', environmentRoutes(deps.services.lifecycle));
   app.route('/', sandboxRoutes(deps.services.sandbox, deps.services.workspaces));
+  app.route('/', placementRoutes(deps.services.placement));
+  app.route('/', runtimeProfileRoutes(deps.services.runtimeProfiles));
   app.route('/', journalRoutes(deps.services.journal));
+  // Fails closed (503) in every mode until its admissions exist; outside /api, so no user token applies.
+  app.route('/', providerReportRoutes());
   if (deps.embedded) {
     app.use('/admin/*', auth);
     app.route('/', adminRoutes(deps.db, deps.provider));

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { cleanupViewSchema } from '../actors/cleanups.ts';
+import { conditionSchema } from '../actors/sandbox-readiness.ts';
 import { leaseViewSchema } from '../actors/sandbox-view.ts';
 import { MAX_INT32 } from '../lib/limits.ts';
 import {
@@ -17,6 +18,28 @@ export const provisionBody = provisionEventSchema
   .meta({ id: 'ProvisionSandbox' });
 
 export const abandonBody = abandonEventSchema.omit({ type: true }).meta({ id: 'AbandonSandbox' });
+
+export const renewBody = z
+  .strictObject({
+    expectedResourceGeneration: generation,
+    providerFence: generation,
+    idempotencyKey: idempotencyKeySchema,
+  })
+  .openapi('RenewSandbox');
+
+export const renewSchema = z
+  .object({
+    lease: leaseViewSchema,
+    renewal: z.object({
+      idempotencyKey: z.string(),
+      /** The expiry asked for; the lease's `expiresAt` moved to it once `state` is Succeeded. */
+      expiresAt: z.string(),
+      attemptId: z.string(),
+      state: z.enum(['Pending', 'Succeeded', 'Failed']),
+      error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    }),
+  })
+  .openapi('SandboxRenewal');
 
 export const reconcileBody = z
   .strictObject({
@@ -47,6 +70,10 @@ export const inspectSchema = z
   .object({
     lease: leaseSchema,
     readyForDispatch: z.boolean(),
+    /** The Environment's phase: the provider's (pending … started), or `configured` once ready. */
+    phase: z.string().nullable(),
+    /** One condition per requirement of readiness; readyForDispatch when every one is True. */
+    conditions: z.array(conditionSchema.meta({ id: 'ReadinessCondition' })),
     observation: z
       .object({
         exact: z.boolean(),

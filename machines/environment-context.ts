@@ -62,6 +62,21 @@ export interface LeaseContext {
   /** When the lease expires (null: never), and whether its expiry was fenced already. */
   expiresAt: string | null;
   expired: boolean;
+  /** The latest renewal asked for (absent on leases from before renewals existed). */
+  renewal?: RenewalContext | null;
+}
+
+/**
+ * A renewal moves the lease's expiry once the provider confirmed its term moved (a renew attempt
+ * through the one runner). Like a describe it never blocks release; only the latest is kept.
+ */
+export interface RenewalContext {
+  idempotencyKey: string;
+  /** The expiry asked for. */
+  expiresAt: string;
+  attemptId: string;
+  state: 'Pending' | 'Succeeded' | 'Failed';
+  error: { code: string; message: string } | null;
 }
 
 /** Unresolved mutating attempts (provision, release): they block Environment release. */

@@ -21,7 +21,15 @@ const generation = generationSchema;
  * `cleanup` releases a late resource under its saved source binding, and `sweep` lists what a
  * terminal lease's owner hash and fence still own (both belong to the cleanup region, not the lease).
  */
-export const effectKinds = ['provision', 'release', 'listOwned', 'describe', 'cleanup', 'sweep'] as const;
+export const effectKinds = [
+  'provision',
+  'release',
+  'listOwned',
+  'describe',
+  'renew',
+  'cleanup',
+  'sweep',
+] as const;
 export type EffectKind = (typeof effectKinds)[number];
 
 export const effectFencesSchema = z.strictObject({
@@ -40,6 +48,8 @@ export const attemptRequestSchema = z.strictObject({
   providerOptions: z.record(z.string(), z.unknown()),
   resourceId: z.string().nullable(),
   releaseIdempotencyKey: z.string().nullable(),
+  /** provision: the lease's expiry; renew: the expiry asked for (absent: none, or an older row). */
+  expiresAt: instantSchema.nullable().optional(),
   /** A cleanup attempt: which item, under which claim, authorized by which owner fence. */
   cleanup: z
     .strictObject({
@@ -82,6 +92,8 @@ export const leaseRecordSchema = z.strictObject({
   releaseReceipt: z.record(z.string(), z.unknown()).nullable(),
   failure: failureSchema.nullable(),
   expired: z.boolean(),
+  /** The lease's expiry as it stands (a renewal moves it); absent in records from before renewals. */
+  expiresAt: instantSchema.nullable().optional(),
 });
 export type LeaseRecord = z.infer<typeof leaseRecordSchema>;
 
@@ -143,6 +155,8 @@ export function effectFor(lease: LeaseContext, attemptId: string, kind: EffectKi
       resourceId: lease.resource?.resourceId ?? null,
       releaseIdempotencyKey:
         kind === 'release' ? `${lease.operationId}.release.${lease.currentFencingGeneration}` : null,
+      ...(kind === 'provision' ? { expiresAt: lease.expiresAt } : {}),
+      ...(kind === 'renew' ? { expiresAt: lease.renewal?.expiresAt ?? null } : {}),
     },
   };
 }
@@ -161,6 +175,7 @@ export function leaseRecord(
     releaseReceipt,
     failure: lease.failure,
     expired: lease.expired,
+    expiresAt: lease.expiresAt,
   };
 }
 

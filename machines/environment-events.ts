@@ -103,6 +103,27 @@ export const expireEventSchema = z.strictObject({
   at: instantSchema,
 });
 
+/**
+ * Asks to move the Active, unexpired lease's expiry to `expiresAt` (Sandlot's clock: now plus the
+ * configured time to live); `at` is that clock's now. Opens a renew attempt.
+ */
+export const renewEventSchema = z.strictObject({
+  type: z.literal('sandbox.renew'),
+  ...leaseFences,
+  idempotencyKey: idempotencyKeySchema,
+  expiresAt: instantSchema,
+  at: instantSchema,
+});
+
+/** A renew attempt's result: the provider moved the term (Succeeded), or it did not or may not have. */
+export const renewedEventSchema = z.strictObject({
+  type: z.literal('sandbox.renewed'),
+  ...leaseFences,
+  attemptId: z.string(),
+  outcome: z.enum(['Succeeded', 'Failed', 'Unknown', 'Superseded']),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+});
+
 /** Asks for a fresh exact observation of the Active lease: opens a describe attempt. */
 export const describeEventSchema = z.strictObject({
   type: z.literal('sandbox.describe'),
@@ -248,6 +269,8 @@ export const environmentEventSchema = z.discriminatedUnion('type', [
   abandonEventSchema,
   reconcileEventSchema,
   describeEventSchema,
+  renewEventSchema,
+  renewedEventSchema,
   expireEventSchema,
   observedEventSchema,
   lostEventSchema,

@@ -109,3 +109,24 @@ export function expiryDue({ context, event }: Args): boolean {
   // Both are fixed-width UTC instants, so string order is time order.
   return event.at >= lease.expiresAt;
 }
+
+/**
+ * A renewal may start: the lease expires, has not expired (by the event's clock, nor fenced), no
+ * renewal is in flight, the key is new, and the new expiry is later than the current one.
+ */
+export function renewAllowed({ context, event }: Args): boolean {
+  const lease = context.sandbox.lease;
+  if (event.type !== 'sandbox.renew' || lease?.expiresAt == null || lease.expired) return false;
+  // The same key names the same renewal: a repeat is answered from it, never renewed again.
+  if (lease.renewal?.state === 'Pending' || lease.renewal?.idempotencyKey === event.idempotencyKey)
+    return false;
+  return event.at < lease.expiresAt && event.expiresAt > lease.expiresAt;
+}
+
+/** The answer belongs to the renewal in flight (an older attempt's answer changes nothing). */
+export function renewalAnswered({ context, event }: Args): boolean {
+  const renewal = context.sandbox.lease?.renewal;
+  return (
+    event.type === 'sandbox.renewed' && renewal?.state === 'Pending' && renewal.attemptId === event.attemptId
+  );
+}

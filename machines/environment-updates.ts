@@ -67,7 +67,9 @@ export function openAttempt({ context }: Args, kind: LeaseEffectKind): SandboxCo
   };
   if (kind === 'listOwned') return withLease(next, { reconcileAttemptId: attemptId });
   // A describe reads only: it never blocks release, and its answer arrives as sandbox.observed.
-  if (kind === 'describe') return next;
+  // A renew only moves the provider's backstop term: it never blocks release either (its answer
+  // arrives as sandbox.renewed; a release fences it out).
+  if (kind === 'describe' || kind === 'renew') return next;
   return {
     ...next,
     unresolved: {
@@ -209,4 +211,40 @@ export function unresolvedOfLease(context: EnvironmentContext): string[] {
   return Object.entries(context.sandbox.unresolved)
     .filter(([, a]) => a.resourceGeneration === lease.resourceGeneration)
     .map(([id]) => id);
+}
+
+/** The renewal asked for, bound to the renew attempt just opened (openAttempt runs first). */
+export function beginRenewal({ context, event }: Args): SandboxContext {
+  if (event.type !== 'sandbox.renew' || context.sandbox.openedAttemptId === null) return context.sandbox;
+  return withLease(context.sandbox, {
+    renewal: {
+      idempotencyKey: event.idempotencyKey,
+      expiresAt: event.expiresAt,
+      attemptId: context.sandbox.openedAttemptId,
+      state: 'Pending',
+      error: null,
+    },
+  });
+}
+
+/** The renew attempt answered: a confirmed renewal moves the expiry; anything else leaves it. */
+export function applyRenewal({ context, event }: Args): SandboxContext {
+  const renewal = context.sandbox.lease?.renewal;
+  if (event.type !== 'sandbox.renewed' || renewal == null) return context.sandbox;
+  // The lease expired (was fenced) while the call was in flight: its time is up, renewed or not.
+  if (context.sandbox.lease?.expired === true) {
+    const error = { code: 'lease-expired', message: 'the lease expired before the renewal was confirmed' };
+    return withLease(context.sandbox, { renewal: { ...renewal, state: 'Failed', error } });
+  }
+  if (event.outcome === 'Succeeded') {
+    return withLease(context.sandbox, {
+      expiresAt: renewal.expiresAt,
+      renewal: { ...renewal, state: 'Succeeded', error: null },
+    });
+  }
+  const error = event.error ?? {
+    code: event.outcome.toLowerCase(),
+    message: `the renew attempt was ${event.outcome}`,
+  };
+  return withLease(context.sandbox, { renewal: { ...renewal, state: 'Failed', error } });
 }

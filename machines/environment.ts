@@ -121,6 +121,8 @@ export const environmentMachine = setup({
     reconcileIdle: g.reconcileIdle,
     authorityLapsed: g.authorityLapsed,
     expiryDue: g.expiryDue,
+    renewAllowed: g.renewAllowed,
+    renewalAnswered: g.renewalAnswered,
     parked: g.parked,
     noOpenCleanup: c.noOpenCleanup,
     newCleanup: c.newCleanup,
@@ -153,6 +155,8 @@ export const environmentMachine = setup({
     markLost: assign({ sandbox: u.markLost }),
     parkForAuthority: assign({ sandbox: u.parkForAuthority }),
     expireLease: assign({ sandbox: u.expireLease }),
+    beginRenewal: assign({ sandbox: u.beginRenewal }),
+    applyRenewal: assign({ sandbox: u.applyRenewal }),
     settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
     addCleanup: assign({ cleanups: c.addCleanup }),
     countAttempt: assign({ sandbox: u.countAttempt }),
@@ -305,6 +309,24 @@ export const environmentMachine = setup({
             },
             // A fresh exact observation (inspection, the periodic observer): a read-only attempt.
             'sandbox.describe': { guard: 'leaseMatches', actions: open('describe') },
+            // Renewal: the provider moves its term first; the expiry moves when that is confirmed.
+            'sandbox.renew': {
+              guard: and(['leaseMatches', 'renewAllowed']),
+              actions: [
+                { type: 'openAttempt', params: { kind: 'renew' } },
+                'beginRenewal',
+                {
+                  type: 'effect.provider',
+                  params: ({ context }: { context: EnvironmentContext }) =>
+                    effectFor(lease(context), context.sandbox.openedAttemptId ?? '', 'renew'),
+                },
+                record('Active'),
+              ],
+            },
+            'sandbox.renewed': {
+              guard: and(['leaseMatches', 'renewalAnswered']),
+              actions: ['applyRenewal', record('Active')],
+            },
           },
         },
         Releasing: {

@@ -36,6 +36,8 @@ export interface ProvisionRequest {
   networkPolicyGeneration: number;
   /** Provider options as persisted with the lease: recovery uses these, never current settings. */
   options: ProviderOptionsSnapshot;
+  /** When the lease expires (ISO instant), or absent/null for a lease that never expires. */
+  expiresAt?: string | null;
 }
 
 /** Provider-specific options (namespace, image, runtime class…), frozen into the lease at reservation. */
@@ -87,6 +89,16 @@ export interface CallOptions {
   deadline: Date;
 }
 
+export interface RenewRequest extends ResourceRef {
+  /** The lease's new expiry (ISO instant); a repeat with the same value changes nothing. */
+  expiresAt: string;
+}
+
+export interface RenewReceipt {
+  resourceId: string;
+  expiresAt: string;
+}
+
 export type DescribeResult = { present: true; resource: ProviderResource } | { present: false };
 
 export interface SandboxProvider {
@@ -99,6 +111,11 @@ export interface SandboxProvider {
   describe(ref: ResourceRef, options: CallOptions): Promise<DescribeResult>;
   /** Every resource with this exact owner and fence. An error or partial read throws, never []. */
   listOwned(query: OwnedQuery, options: CallOptions): Promise<ProviderResource[]>;
+  /**
+   * Moves the resource's term to `expiresAt` (Agent Sandbox: the claim's shutdown time, a backstop
+   * far past the lease's expiry). Idempotent; throws a definitive error when the resource is absent.
+   */
+  renew(request: RenewRequest, options: CallOptions): Promise<RenewReceipt>;
   /** Deletes and waits until an exact lookup shows the resource gone. */
   release(request: ReleaseRequest, options: CallOptions): Promise<ReleaseReceipt>;
 }

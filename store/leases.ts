@@ -95,6 +95,8 @@ export interface LeaseUpdate {
   failure: LeaseRow['failure'];
   /** Its expiry was fenced: expired_at is stamped once. */
   expired: boolean;
+  /** Its expiry as it stands (a renewal moves it later); undefined or null leaves it. */
+  expiresAt?: string | null | undefined;
   revision: number;
 }
 
@@ -104,7 +106,8 @@ export async function updateLease(tx: Queryable, update: LeaseUpdate): Promise<v
         SET state = $3, current_fencing_generation = $4, resource = $5,
             release_receipt = COALESCE($6, release_receipt), failure = $7, revision = $8, updated_at = now(),
             terminal_at = CASE WHEN $3 IN ('Released', 'Failed') THEN COALESCE(terminal_at, now()) ELSE terminal_at END,
-            expired_at = CASE WHEN $9 THEN COALESCE(expired_at, now()) ELSE expired_at END
+            expired_at = CASE WHEN $9 THEN COALESCE(expired_at, now()) ELSE expired_at END,
+            expires_at = COALESCE($10::timestamptz, expires_at)
       WHERE environment_id = $1 AND resource_generation = $2`,
     [
       update.environmentId,
@@ -116,6 +119,7 @@ export async function updateLease(tx: Queryable, update: LeaseUpdate): Promise<v
       jsonOrNull(update.failure),
       update.revision,
       update.expired,
+      update.expiresAt ?? null,
     ],
   );
   if (rowCount !== 1)

@@ -18,6 +18,8 @@ export interface SimulatedResourceRow {
   deleted: boolean;
   deletedAtMs: number | null;
   finished: NonNullable<ProviderResource['finished']> | null;
+  /** The lease's expiry (epoch ms) as last provisioned or renewed; null for a lease that never expires. */
+  expiresAtMs: number | null;
 }
 
 export type NewSimulatedResource = Omit<SimulatedResourceRow, 'deleted' | 'deletedAtMs' | 'finished'>;
@@ -32,14 +34,16 @@ export interface SimulatedResourceFilter {
 
 const columns = `resource_id AS "resourceId", owner, workspace,
   network_policy_generation AS "networkPolicyGeneration", options,
-  created_at_ms::float8 AS "createdAtMs", deleted, deleted_at_ms::float8 AS "deletedAtMs", finished`;
+  created_at_ms::float8 AS "createdAtMs", deleted, deleted_at_ms::float8 AS "deletedAtMs", finished,
+  expires_at_ms::float8 AS "expiresAtMs"`;
 
 /** Returns false when the operation (or resource ID) already has a row; the caller reads that one. */
 export async function insertSimulatedResource(q: Queryable, row: NewSimulatedResource): Promise<boolean> {
   const { rowCount } = await q.query(
     `INSERT INTO simulated_resources (resource_id, operation_id, owner, owner_hash, provider_fence,
-       lifecycle_generation, resource_generation, workspace, network_policy_generation, options, created_at_ms)
-     VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8::jsonb, $9, $10::jsonb, $11)
+       lifecycle_generation, resource_generation, workspace, network_policy_generation, options, created_at_ms,
+       expires_at_ms)
+     VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8::jsonb, $9, $10::jsonb, $11, $12)
      ON CONFLICT DO NOTHING`,
     [
       row.resourceId,
@@ -53,6 +57,7 @@ export async function insertSimulatedResource(q: Queryable, row: NewSimulatedRes
       row.networkPolicyGeneration,
       JSON.stringify(row.options),
       row.createdAtMs,
+      row.expiresAtMs,
     ],
   );
   return rowCount === 1;
@@ -127,6 +132,19 @@ export async function markSimulatedResourceDeleted(
   const { rowCount } = await q.query(
     `UPDATE simulated_resources SET deleted = true, deleted_at_ms = $2 WHERE resource_id = $1 AND NOT deleted`,
     [resourceId, atMs],
+  );
+  return rowCount === 1;
+}
+
+/** Moves a live resource's term; returns false when there is no live row (absent or released). */
+export async function renewSimulatedResource(
+  q: Queryable,
+  resourceId: string,
+  expiresAtMs: number,
+): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `UPDATE simulated_resources SET expires_at_ms = $2 WHERE resource_id = $1 AND NOT deleted`,
+    [resourceId, expiresAtMs],
   );
   return rowCount === 1;
 }

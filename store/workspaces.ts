@@ -3,6 +3,7 @@
 // detached only when the provider confirmed the release of that lease.
 import { createHash } from 'node:crypto';
 import type { Queryable } from './db.ts';
+import { recordEmbeddedStorage } from './workspace-storage.ts';
 
 export interface VolumeRow {
   volumeId: string;
@@ -33,7 +34,11 @@ export async function createVolume(
      VALUES ($1, $2, $3, 'Available') ON CONFLICT DO NOTHING RETURNING ${columns}`,
     [volumeIdOf(environmentId, idempotencyKey), environmentId, idempotencyKey],
   );
-  if (inserted.rows[0] !== undefined) return { created: true, volume: inserted.rows[0] };
+  if (inserted.rows[0] !== undefined) {
+    // The embedded storage's PVC/PV pair comes with the volume (read back by EmbeddedWorkspaceStorage).
+    await recordEmbeddedStorage(tx, inserted.rows[0]);
+    return { created: true, volume: inserted.rows[0] };
+  }
   const existing = await readVolume(tx, volumeIdOf(environmentId, idempotencyKey));
   if (existing === null) throw new Error('workspace volume vanished after conflict');
   return { created: false, volume: existing };

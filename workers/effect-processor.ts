@@ -64,10 +64,24 @@ async function call(
           workspace: request.workspace,
           networkPolicyGeneration: request.networkPolicyGeneration,
           options: snapshot,
+          expiresAt: request.expiresAt ?? null,
         },
         options,
       );
       return { state: 'Succeeded', resource: summaryOf(resource) };
+    }
+    case 'renew': {
+      if (request.resourceId === null || request.expiresAt == null) {
+        return {
+          state: 'Failed',
+          error: { code: 'no-resource', message: 'the renewal names no resource or no expiry' },
+        };
+      }
+      const receipt = await provider.renew(
+        { owner, resourceId: request.resourceId, options: snapshot, expiresAt: request.expiresAt },
+        options,
+      );
+      return { state: 'Succeeded', receipt: { ...receipt } };
     }
     case 'listOwned': {
       const resources = await provider.listOwned(

@@ -2,6 +2,7 @@
 // so minting refuses anything the verifier would reject rather than hand out a useless token.
 import { SignJWT } from 'jose';
 
+import { identifierSchema } from '../../machines/environment-events.ts';
 import { TENANT_ID_PATTERN } from './principal.ts';
 
 export const MAX_TTL_SECONDS = 30 * 24 * 60 * 60;
@@ -13,6 +14,8 @@ export interface DevTokenRequest {
   tenant: string;
   subject: string;
   operator?: boolean;
+  /** Bind the token to one project and run (claims `project` and `run`). */
+  runBinding?: { projectId: string; runId: string };
   ttlSeconds: number;
   /** Issue time; defaults to now. */
   now?: Date;
@@ -25,7 +28,22 @@ export async function mintDevToken(request: DevTokenRequest): Promise<string> {
   checkTtl(ttlSeconds, String(ttlSeconds));
 
   const issuedAt = Math.floor((request.now ?? new Date()).getTime() / 1000);
-  return new SignJWT({ tenant, ...(operator ? { roles: ['operator'] } : {}) })
+  const binding = request.runBinding;
+  if (
+    binding !== undefined &&
+    !(
+      identifierSchema.safeParse(binding.projectId).success &&
+      identifierSchema.safeParse(binding.runId).success
+    )
+  ) {
+    throw new Error('--project and --run must be identifiers (letters, digits, . _ -)');
+  }
+  const claims = {
+    tenant,
+    ...(operator ? { roles: ['operator'] } : {}),
+    ...(binding === undefined ? {} : { project: binding.projectId, run: binding.runId }),
+  };
+  return new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuer(issuer)
     .setAudience(audience)

@@ -6,6 +6,7 @@ import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 import { AuthenticationError } from './authentication-error.ts';
 import { PRINTABLE_TEXT } from '../../lib/limits.ts';
 import { TENANT_ID_PATTERN } from './principal.ts';
+import { identifierSchema } from '../../machines/environment-events.ts';
 import type { Principal } from './principal.ts';
 
 export { AuthenticationError } from './authentication-error.ts';
@@ -63,7 +64,7 @@ function resolveKey(options: TokenVerifierOptions): [Uint8Array | JWTVerifyGetKe
 }
 
 function principalFrom(payload: JWTPayload): Principal {
-  const { sub, tenant, roles } = payload;
+  const { sub, tenant, roles, project, run } = payload;
   if (typeof sub !== 'string' || sub === '') throw new AuthenticationError('missing subject claim', true);
   // The subject is journaled and logged as the actor: no control characters, bounded.
   if (sub.length > 256 || !PRINTABLE_TEXT.test(sub))
@@ -74,7 +75,14 @@ function principalFrom(payload: JWTPayload): Principal {
   }
   const roleList: unknown = roles ?? [];
   if (!isStringArray(roleList)) throw new AuthenticationError('invalid roles claim', true);
-  return { tenantId: tenant, subject: sub, operator: roleList.includes('operator') };
+  const principal: Principal = { tenantId: tenant, subject: sub, operator: roleList.includes('operator') };
+  if (project === undefined && run === undefined) return principal;
+  // A run binding is exact: both claims, each a valid identifier, or the token is refused.
+  const projectId = identifierSchema.safeParse(project);
+  const runId = identifierSchema.safeParse(run);
+  if (!projectId.success || !runId.success)
+    throw new AuthenticationError('invalid project/run binding claims', true);
+  return { ...principal, runBinding: { projectId: projectId.data, runId: runId.data } };
 }
 
 function isStringArray(value: unknown): value is string[] {

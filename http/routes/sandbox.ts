@@ -16,6 +16,8 @@ import {
   provisionBody,
   reconcileBody,
   reconcileSchema,
+  renewBody,
+  renewSchema,
   volumeBody,
   volumeSchema,
 } from '../sandbox-schemas.ts';
@@ -94,6 +96,18 @@ const routes = {
     security,
     request: { params: environmentParams, body: body(abandonBody) },
     responses: { 202: json(leaseSchema, 'Releasing under a new fencing generation'), ...problems },
+  }),
+  renew: createRoute({
+    method: 'post',
+    path: `${env}/sandbox/renew`,
+    summary: 'Extend the Active, unexpired lease by the configured time to live (renew attempt first)',
+    security,
+    request: { params: environmentParams, body: body(renewBody) },
+    responses: {
+      200: json(renewSchema, 'Renewed: the provider confirmed, the lease expires later (or a replay)'),
+      202: json(renewSchema, 'The renew attempt has not answered yet; ask again with the same key'),
+      ...problems,
+    },
   }),
   reconcile: createRoute({
     method: 'post',
@@ -207,6 +221,15 @@ export function sandboxRoutes(service: SandboxService, workspaces: WorkspaceServ
   app.openapi(routes.abandon, async (c) =>
     c.json(await service.abandon(c.var.principal, c.req.valid('param'), c.req.valid('json')), 202),
   );
+
+  app.openapi(routes.renew, async (c) => {
+    const { expectedResourceGeneration, ...rest } = c.req.valid('json');
+    const renewed = await service.renew(c.var.principal, c.req.valid('param'), {
+      ...rest,
+      resourceGeneration: expectedResourceGeneration,
+    });
+    return renewed.renewal.state === 'Pending' ? c.json(renewed, 202) : c.json(renewed, 200);
+  });
 
   app.openapi(routes.reconcile, async (c) => {
     const { started, lease, lateResourceCleanup, networkPolicy } = await service.reconcile(

@@ -14,6 +14,8 @@ import type {
   ProvisionRequest,
   ReleaseReceipt,
   ReleaseRequest,
+  RenewReceipt,
+  RenewRequest,
   ResourceRef,
   SandboxProvider,
 } from '../provider.ts';
@@ -27,6 +29,7 @@ import { parseSnapshot, snapshotOf, type AgentSandboxSnapshot } from './options-
 import type { AgentSandboxOptions } from './options.ts';
 import { provision } from './provision.ts';
 import { release } from './release.ts';
+import { renew } from './renew.ts';
 
 export interface AgentSandboxProviderDeps {
   options: AgentSandboxOptions;
@@ -34,7 +37,7 @@ export interface AgentSandboxProviderDeps {
   kubeConfig: KubeConfig;
 }
 
-type Operation = 'provision' | 'describe' | 'listOwned' | 'release';
+type Operation = 'provision' | 'describe' | 'listOwned' | 'renew' | 'release';
 
 export class AgentSandboxProvider implements SandboxProvider {
   readonly identity: ProviderIdentity;
@@ -66,6 +69,10 @@ export class AgentSandboxProvider implements SandboxProvider {
 
   listOwned(query: OwnedQuery, options: CallOptions): Promise<ProviderResource[]> {
     return this.call('listOwned', query.options, options, (context) => listOwned(context, query, options));
+  }
+
+  renew(request: RenewRequest, options: CallOptions): Promise<RenewReceipt> {
+    return this.call('renew', request.options, options, (context) => renew(context, request, options));
   }
 
   release(request: ReleaseRequest, options: CallOptions): Promise<ReleaseReceipt> {

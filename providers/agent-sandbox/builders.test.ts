@@ -190,3 +190,119 @@ describe('object builders', () => {
     expect(validateClaim(withUid(buildClaim(blueprint)), owner, blueprint.names)).toBe('u-1');
   });
 });
+
+const PROFILE_ENV = {
+  SANDLOT_AGENT_SANDBOX_AGENT_HOST_CONFIG_MAP_NAME: 'agenthost-config',
+  SANDLOT_AGENT_SANDBOX_AGENT_HOST_TLS_SECRET_NAME: 'agenthost-tls',
+};
+const profiled: Blueprint = {
+  ...blueprint,
+  snapshot: snapshotOf(
+    loadAgentSandboxOptions(validEnv(PROFILE_ENV), () => true),
+    'c'.repeat(64),
+  ),
+};
+const withUid = (object: KubeObject) => ({ ...object, metadata: { ...object.metadata, uid: 'u-1' } });
+const containerOf = (template: KubeObject) => field(template.spec, 'podTemplate', 'spec', 'containers', '0');
+
+describe.skipIf(skipWithoutCrds)('object builders with the AgentHost profile and an expiry', () => {
+  it.each([
+    ['SandboxTemplate', buildTemplate(profiled)],
+    ['SandboxClaim', buildClaim({ ...profiled, expiresAt: '2026-12-01T10:00:00.250Z' })],
+  ])('build a %s the v1beta1 CRD schema accepts', (_kind, object) => {
+    expect(schemaErrors(object)).toEqual([]);
+  });
+});
+
+describe('the AgentHost launch profile in the template', () => {
+  it('adds private state, read-only config/TLS/CA mounts, HTTPS 8443 with probes, labels and the Service', () => {
+    const template = buildTemplate(profiled);
+    const pod = field(template.spec, 'podTemplate', 'spec');
+    const container = containerOf(template);
+    expect(field(template.spec, 'service')).toBe(true);
+    expect(field(pod, 'securityContext')).toMatchObject({ runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 });
+    expect(field(pod, 'volumes')).toEqual(
+      expect.arrayContaining([
+        { name: 'agenthost-state', emptyDir: { sizeLimit: '1Gi' } },
+        { name: 'agenthost-config', configMap: { name: 'agenthost-config' } },
+        { name: 'agenthost-tls', secret: { secretName: 'agenthost-tls', defaultMode: 0o440 } },
+        { name: 'service-backend-ca', configMap: { name: 'service-backend-ca' } },
+      ]),
+    );
+    expect(field(container, 'volumeMounts')).toEqual(
+      expect.arrayContaining([
+        { name: 'agenthost-state', mountPath: '/var/lib/agenthost' },
+        { name: 'agenthost-config', mountPath: '/etc/agenthost/config', readOnly: true },
+        { name: 'agenthost-tls', mountPath: '/etc/agenthost/tls', readOnly: true },
+        { name: 'service-backend-ca', mountPath: '/var/run/service-backend-ca', readOnly: true },
+        { name: 'tmp', mountPath: '/tmp' },
+      ]),
+    );
+    expect(field(container, 'ports')).toEqual([{ name: 'https', containerPort: 8443, protocol: 'TCP' }]);
+    expect(field(container, 'readinessProbe', 'httpGet')).toEqual({
+      path: '/health/ready',
+      port: 8443,
+      scheme: 'HTTPS',
+    });
+    expect(field(container, 'livenessProbe', 'httpGet')).toEqual({
+      path: '/health/live',
+      port: 8443,
+      scheme: 'HTTPS',
+    });
+    expect(field(template.spec, 'podTemplate', 'metadata', 'labels')).toMatchObject({
+      'agentweaver.io/workload': 'agenthost',
+      'agentweaver.io/identity-client': 'true',
+    });
+  });
+
+  it('absent, leaves the legacy template: no Service, ports, probes or profile volumes', () => {
+    const template = buildTemplate(blueprint);
+    const container = containerOf(template);
+    expect(field(template.spec, 'service')).toBeUndefined();
+    expect(field(container, 'ports')).toBeUndefined();
+    expect(field(container, 'readinessProbe')).toBeUndefined();
+    expect((field(template.spec, 'podTemplate', 'spec', 'volumes') as unknown[]).length).toBe(2);
+  });
+
+  it('passes its own read-back; a template without the profile, or with a writable TLS mount, is refused', () => {
+    expect(() =>
+      validateTemplate(withUid(buildTemplate(profiled)), owner, blueprint.names, profiled.snapshot),
+    ).not.toThrow();
+    expect(() =>
+      validateTemplate(withUid(buildTemplate(blueprint)), owner, blueprint.names, profiled.snapshot),
+    ).toThrow(expect.objectContaining({ kind: 'ownership', code: 'template-agent-host-mismatch' }));
+    const drifted = withUid(buildTemplate(profiled));
+    const mounts = field(containerOf(drifted), 'volumeMounts') as { name: string; readOnly?: boolean }[];
+    delete mounts.find((m) => m.name === 'agenthost-tls')?.readOnly;
+    expect(() => validateTemplate(drifted, owner, blueprint.names, profiled.snapshot)).toThrow(
+      /read-only mount of agenthost-tls/,
+    );
+  });
+});
+
+describe('the claim’s backstop shutdown time', () => {
+  const lifecycle = (expiresAt: string | null | undefined, b: Blueprint = blueprint) =>
+    field(buildClaim(expiresAt === undefined ? b : { ...b, expiresAt }).spec, 'lifecycle');
+
+  it('is the expiry plus the grace (a day by default), in whole seconds rounded up', () => {
+    expect(lifecycle('2026-12-01T10:00:00Z')).toEqual({
+      shutdownPolicy: 'DeleteForeground',
+      shutdownTime: '2026-12-02T10:00:00Z',
+    });
+    expect(field(lifecycle('2026-12-01T10:00:00.001Z'), 'shutdownTime')).toBe('2026-12-02T10:00:01Z');
+  });
+
+  it('follows the snapshot’s grace', () => {
+    const options = loadAgentSandboxOptions(
+      validEnv({ SANDLOT_AGENT_SANDBOX_SHUTDOWN_GRACE_SECONDS: '7200' }),
+      () => true,
+    );
+    const b = { ...blueprint, snapshot: snapshotOf(options, 'c'.repeat(64)) };
+    expect(field(lifecycle('2026-12-01T10:00:00Z', b), 'shutdownTime')).toBe('2026-12-01T12:00:00Z');
+  });
+
+  it('is not set for a lease that never expires', () => {
+    expect(lifecycle(null)).toEqual({ shutdownPolicy: 'DeleteForeground' });
+    expect(lifecycle(undefined)).toEqual({ shutdownPolicy: 'DeleteForeground' });
+  });
+});

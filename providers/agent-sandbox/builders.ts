@@ -2,12 +2,14 @@
 // with the exact Workspace PVC), a zero-replica SandboxWarmPool naming it (so a claim cold-starts
 // its own Sandbox, never adopting a pre-warmed one), and the SandboxClaim. Every field here is in the
 // CRD schemas; the API server rejects unknown fields, and builders.test.ts checks them against those
-// schemas.
+// schemas. The AgentHost launch profile (agent-host-profile.ts) is added only when the snapshot pins one.
 import type { OwnerBinding } from '../provider.ts';
+import { AGENT_HOST_LABELS, profileContainer, profileVolumeSources } from './agent-host-profile.ts';
 import type { KubeObject } from './kube-object.ts';
 import { ANNOTATIONS, GROUP, LABELS, MANAGED_BY, projectHashOf, VERSION, type ObjectNames } from './names.ts';
-import type { AgentSandboxSnapshot } from './options-snapshot.ts';
+import { shutdownGraceOf, type AgentSandboxSnapshot } from './options-snapshot.ts';
 import { ownerAnnotations, ownerLabels } from './owner-labels.ts';
+import { shutdownTimeFor } from './shutdown-time.ts';
 
 export const CONTAINER_NAME = 'agent';
 export const WORKSPACE_VOLUME = 'workspace';
@@ -30,6 +32,8 @@ export interface Blueprint {
   snapshot: AgentSandboxSnapshot;
   workspace: WorkspacePlan;
   networkPolicyGeneration: number;
+  /** The lease's expiry; a string sets the claim's backstop shutdown time, null/absent sets none. */
+  expiresAt?: string | null;
 }
 
 const API_VERSION = `${GROUP}/${VERSION}`;
@@ -73,13 +77,17 @@ export function podLabels(
 export function buildTemplate(blueprint: Blueprint): KubeObject {
   const { snapshot, workspace } = blueprint;
   const resources = { cpu: snapshot.cpu, memory: snapshot.memory };
+  const profile = snapshot.agentHost;
+  const host = profile === undefined ? undefined : profileContainer(profile);
   return {
     apiVersion: API_VERSION,
     kind: 'SandboxTemplate',
     metadata: metadata(blueprint.names.template, blueprint, workspaceAnnotations(workspace)),
     spec: {
       podTemplate: {
-        metadata: { labels: podLabels(blueprint) },
+        metadata: {
+          labels: { ...podLabels(blueprint), ...(profile === undefined ? {} : AGENT_HOST_LABELS) },
+        },
         spec: {
           runtimeClassName: snapshot.runtimeClassName,
           automountServiceAccountToken: false,
@@ -109,9 +117,17 @@ export function buildTemplate(blueprint: Blueprint): KubeObject {
                 runAsNonRoot: true,
                 capabilities: { drop: ['ALL'] },
               },
+              ...(host === undefined
+                ? {}
+                : {
+                    ports: host.ports,
+                    readinessProbe: host.readinessProbe,
+                    livenessProbe: host.livenessProbe,
+                  }),
               volumeMounts: [
                 { name: WORKSPACE_VOLUME, mountPath: workspace.mountPath, readOnly: workspace.readOnly },
                 { name: TMP_VOLUME, mountPath: '/tmp' },
+                ...(host?.volumeMounts ?? []),
               ],
             },
           ],
@@ -121,9 +137,12 @@ export function buildTemplate(blueprint: Blueprint): KubeObject {
               persistentVolumeClaim: { claimName: workspace.pvcName, readOnly: workspace.readOnly },
             },
             { name: TMP_VOLUME, emptyDir: { sizeLimit: '1Gi' } },
+            ...(profile === undefined ? [] : profileVolumeSources(profile)),
           ],
         },
       },
+      // Only the profile asks the Sandbox controller for the Sandbox's own private Service.
+      ...(profile === undefined ? {} : { service: true }),
       // Cilium policies select the Pod by its labels; the controller's own NetworkPolicy would fight them.
       networkPolicyManagement: 'Unmanaged',
       envVarsInjectionPolicy: 'Disallowed',
@@ -142,14 +161,21 @@ export function buildPool(blueprint: Blueprint): KubeObject {
 }
 
 export function buildClaim(blueprint: Blueprint): KubeObject {
+  const { expiresAt } = blueprint;
   return {
     apiVersion: API_VERSION,
     kind: 'SandboxClaim',
     metadata: metadata(blueprint.names.claim, blueprint),
     spec: {
       warmPoolRef: { name: blueprint.names.pool },
-      // Foreground: the claim stays visible until its Sandbox and Pod are gone, so absence is provable.
-      lifecycle: { shutdownPolicy: 'DeleteForeground' },
+      lifecycle: {
+        // Foreground: the claim stays visible until its Sandbox and Pod are gone, so absence is provable.
+        shutdownPolicy: 'DeleteForeground',
+        // A backstop far past the lease's expiry (shutdown-time.ts), never how a lease ends.
+        ...(typeof expiresAt === 'string'
+          ? { shutdownTime: shutdownTimeFor(expiresAt, shutdownGraceOf(blueprint.snapshot)) }
+          : {}),
+      },
     },
   };
 }

@@ -14,7 +14,9 @@ export type {
   ConfigurationOptions,
   ObservableMiddleware,
   V1Container,
+  V1PersistentVolume,
   V1PersistentVolumeClaim,
   V1Pod,
   V1RuntimeClass,
+  V1Service,
 } from '@kubernetes/client-node';

@@ -3,6 +3,7 @@
 // network policy verifier) built from both.
 import { KubeConfig } from './client-node.ts';
 import { AgentSandboxProvider } from './agent-sandbox-provider.ts';
+import { KubernetesWorkspaceStorage } from '../workspace-storage/kubernetes-storage.ts';
 import { CiliumNetworkPolicyVerifier } from './cilium-verifier.ts';
 import { loadAgentSandboxOptions, type KubernetesConnection } from './options.ts';
 
@@ -40,11 +41,14 @@ export function createAgentSandboxProvider(
 export function createAgentSandbox(env: Readonly<Record<string, string | undefined>>): {
   provider: AgentSandboxProvider;
   networkPolicies: CiliumNetworkPolicyVerifier;
+  workspaceStorage: KubernetesWorkspaceStorage;
 } {
   const options = loadAgentSandboxOptions(env);
   const kubeConfig = kubeConfigFor(options.connection);
   return {
     provider: new AgentSandboxProvider({ options, kubeConfig }),
     networkPolicies: new CiliumNetworkPolicyVerifier({ options, kubeConfig }),
+    // Workspace PVCs and their PVs are read back from the same cluster and namespace.
+    workspaceStorage: new KubernetesWorkspaceStorage({ namespace: options.namespace, kubeConfig }),
   };
 }

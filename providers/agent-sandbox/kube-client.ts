@@ -10,9 +10,11 @@ import {
   type ConfigurationOptions,
   type KubeConfig,
   type ObservableMiddleware,
+  type V1PersistentVolume,
   type V1PersistentVolumeClaim,
   type V1Pod,
   type V1RuntimeClass,
+  type V1Service,
 } from './client-node.ts';
 import { uncertain } from '../errors.ts';
 import type { CallOptions } from '../provider.ts';
@@ -35,6 +37,10 @@ const PLURALS: Record<CustomKind, { group: string; version: string; plural: stri
 
 export type CreateResult = { created: true; object: KubeObject } | { created: false };
 export type DeleteResult = 'deleting' | 'absent' | 'uid-changed';
+/** `conflict`: a precondition in the patch (UID, resourceVersion) no longer holds; nothing applied. */
+export type PatchResult = { outcome: 'patched'; object: KubeObject } | { outcome: 'absent' | 'conflict' };
+
+const MERGE_PATCH = 'application/merge-patch+json';
 
 export class KubeClient {
   private readonly custom: CustomObjectsApi;
@@ -110,6 +116,39 @@ export class KubeClient {
     });
   }
 
+  /**
+   * A JSON merge patch. Put `metadata.uid` and `metadata.resourceVersion` in it to make it
+   * conditional: the API server answers 409 when either no longer matches, and applies nothing.
+   */
+  patchCustom(
+    kind: CustomKind,
+    namespace: string,
+    name: string,
+    body: Record<string, unknown>,
+    call: CallOptions,
+  ): Promise<PatchResult> {
+    const { group, version, plural } = PLURALS[kind];
+    return this.request(
+      'patch',
+      `${kind} ${name}`,
+      call,
+      async (options) => {
+        try {
+          const object: unknown = await this.custom.patchNamespacedCustomObject(
+            { group, version, namespace, plural, name, body, fieldValidation: 'Strict' },
+            options,
+          );
+          return { outcome: 'patched', object: asObject(object) };
+        } catch (error) {
+          if (isNotFound(error, name)) return { outcome: 'absent' };
+          if (statusOf(error)?.code === 409) return { outcome: 'conflict' };
+          throw error;
+        }
+      },
+      MERGE_PATCH,
+    );
+  }
+
   /** Deletes with a UID precondition, so a same-named replacement is never deleted by mistake. */
   deleteCustom(
     kind: CustomKind,
@@ -148,9 +187,32 @@ export class KubeClient {
     );
   }
 
+  getService(namespace: string, name: string, call: CallOptions): Promise<V1Service | null> {
+    return this.exact('Service', name, call, (options) =>
+      this.core.readNamespacedService({ namespace, name }, options),
+    );
+  }
+
+  /** Every Pod `labelSelector` selects, from one complete (unpaged) list. */
+  listPods(namespace: string, labelSelector: string, call: CallOptions): Promise<V1Pod[]> {
+    return this.request('list', 'Pod list', call, async (options) => {
+      const list = await this.core.listNamespacedPod({ namespace, labelSelector }, options);
+      if (list.metadata?._continue || (list.metadata?.remainingItemCount ?? 0) > 0) {
+        throw uncertain('partial-list', 'Kubernetes returned a partial Pod list');
+      }
+      return list.items;
+    });
+  }
+
   getPvc(namespace: string, name: string, call: CallOptions): Promise<V1PersistentVolumeClaim | null> {
     return this.exact('PersistentVolumeClaim', name, call, (options) =>
       this.core.readNamespacedPersistentVolumeClaim({ namespace, name }, options),
+    );
+  }
+
+  getPv(name: string, call: CallOptions): Promise<V1PersistentVolume | null> {
+    return this.exact('PersistentVolume', name, call, (options) =>
+      this.core.readPersistentVolume({ name }, options),
     );
   }
 
@@ -179,11 +241,12 @@ export class KubeClient {
     what: string,
     call: CallOptions,
     send: (options: ConfigurationOptions) => Promise<T>,
+    contentType?: string,
   ): Promise<T> {
     budget.check(call, `${verb} of ${what}`);
     const signal = requestSignal(call);
     try {
-      return await send(withSignal(signal));
+      return await send(withSignal(signal, contentType));
     } catch (error) {
       // The request was cut by the caller or by the deadline: say which, not "transport".
       if (call.signal.aborted) throw budget.cancelled(`${verb} of ${what}`, call.signal);
@@ -193,11 +256,15 @@ export class KubeClient {
   }
 }
 
-/** Per-request options that attach `signal` to the fetch, keeping the configured middleware. */
-function withSignal(signal: AbortSignal): ConfigurationOptions {
+/**
+ * Per-request options that attach `signal` to the fetch (and a Content-Type, replacing the generated
+ * client's choice), keeping the configured middleware.
+ */
+function withSignal(signal: AbortSignal, contentType?: string): ConfigurationOptions {
   const middleware: ObservableMiddleware = {
     pre: (context) => {
       context.setSignal(signal);
+      if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
       return new Observable(Promise.resolve(context));
     },
     post: (response) => new Observable(Promise.resolve(response)),

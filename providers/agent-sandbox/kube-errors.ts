@@ -6,7 +6,7 @@ import { ApiException } from './client-node.ts';
 import { callBudget } from '../call-budget.ts';
 import { definitive, ProviderError, uncertain } from '../errors.ts';
 
-export type Verb = 'read' | 'list' | 'create' | 'delete';
+export type Verb = 'read' | 'list' | 'create' | 'patch' | 'delete';
 
 /** The adapter's call budget: every request and every wait between requests is bounded by it. */
 export const budget = callBudget('Agent Sandbox');
@@ -60,7 +60,7 @@ export const isAlreadyExists = (error: unknown) => {
   return status?.code === 409 && status.reason === 'AlreadyExists';
 };
 
-/** What a failed request means for the call: definitive only for a create the server refused. */
+/** What a failed request means for the call: definitive only for a create or patch the server refused. */
 export function mapKubeError(error: unknown, verb: Verb, what: string): ProviderError {
   if (error instanceof ProviderError) return error;
   const status = statusOf(error);
@@ -77,7 +77,9 @@ export function mapKubeError(error: unknown, verb: Verb, what: string): Provider
     status.code === 403 ||
     status.code === 404 ||
     status.code === 422;
-  if (verb === 'create' && refusal) return definitive(`create-refused-${status.code}`, detail);
+  if ((verb === 'create' || verb === 'patch') && refusal) {
+    return definitive(`${verb}-refused-${status.code}`, detail);
+  }
   if (status.code === 401 || status.code === 403) return uncertain(`forbidden-${status.code}`, detail, error);
   return uncertain(`http-${status.code}`, detail, error);
 }

@@ -1,7 +1,8 @@
 // Reading one claim back as a ProviderResource: every object on the chain claim → pool → template,
 // the RuntimeClass and the Workspace PVC, then Sandbox → Pod by controller UID. A claim whose Pod is
 // not yet scheduled (just created, or being torn down) has no phase to report, so the read waits,
-// polling within the call's budget, until it has one or the claim is gone.
+// polling within the call's budget, until it has one or the claim is gone. With the AgentHost launch
+// profile, a Pod is reported only with its Service: the Sandbox's own, resolving to exactly that Pod.
 import type { V1Pod } from './client-node.ts';
 import { hasTimeLeft, narrowed } from '../call-budget.ts';
 import { ownership, uncertain } from '../errors.ts';
@@ -11,10 +12,12 @@ import { budget } from './kube-errors.ts';
 import { field, type KubeObject } from './kube-object.ts';
 import { resourceIdOf, type ObjectNames } from './names.ts';
 import type { AgentSandboxSnapshot } from './options-snapshot.ts';
+import { AGENT_HOST_PORT } from './agent-host-profile.ts';
 import { finishedOf, phaseOf } from './phase.ts';
 import { checkRuntimeClass, checkWorkspacePvc } from './preflight.ts';
 import { validateClaim, validatePool, validateTemplate } from './validate-objects.ts';
 import { validatePod, validateSandbox } from './validate-pod.ts';
+import { agentHostService, type ServicePlacement } from './agent-host-service.ts';
 
 export interface AdapterContext {
   kube: KubeClient;
@@ -26,7 +29,13 @@ export type Observation =
   | { state: 'pending'; reason: string }
   | { state: 'observed'; resource: ProviderResource };
 
-function placementOf(snapshot: AgentSandboxSnapshot, claim: KubeObject, sandboxUid: string, pod: V1Pod) {
+function placementOf(
+  snapshot: AgentSandboxSnapshot,
+  claim: KubeObject,
+  sandboxUid: string,
+  pod: V1Pod,
+  service?: ServicePlacement,
+) {
   const placement: Record<string, string> = {
     namespace: snapshot.namespace,
     claim: claim.metadata?.name ?? '',
@@ -38,6 +47,11 @@ function placementOf(snapshot: AgentSandboxSnapshot, claim: KubeObject, sandboxU
   };
   if (pod.spec?.nodeName) placement.node = pod.spec.nodeName;
   if (pod.status?.podIP) placement.podIP = pod.status.podIP;
+  if (service !== undefined) {
+    placement.service = service.service;
+    placement.serviceDns = service.serviceDns;
+    placement.endpoint = `https://${service.serviceDns}:${AGENT_HOST_PORT}`;
+  }
   return placement;
 }
 
@@ -90,12 +104,19 @@ export async function observeClaim(
   validatePod(pod, names.claim, { name: names.claim, uid: sandboxUid }, snapshot, workspace);
   const phase = phaseOf(pod);
   if (phase === 'pending') return pending();
+  let service: ServicePlacement | undefined;
+  if (snapshot.agentHost !== undefined) {
+    const ids = { sandbox: names.claim, sandboxUid, pod: names.claim, podUid: pod.metadata?.uid ?? '' };
+    const found = await agentHostService(kube, namespace, sandbox, ids, call);
+    if ('pending' in found) return { state: 'pending', reason: found.pending };
+    service = found;
+  }
 
   const resource: ProviderResource = {
     resourceId: resourceIdOf(names.claim, claimUid),
     owner,
     phase,
-    placement: placementOf(snapshot, claim, sandboxUid, pod),
+    placement: placementOf(snapshot, claim, sandboxUid, pod, service),
   };
   const finished = finishedOf(sandbox);
   if (finished !== undefined) resource.finished = finished;

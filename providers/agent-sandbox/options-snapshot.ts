@@ -5,7 +5,11 @@ import { z } from 'zod';
 import { definitive } from '../errors.ts';
 import type { ProviderOptionsSnapshot } from '../provider.ts';
 import { isDnsLabel } from './names.ts';
-import type { AgentSandboxOptions } from './options.ts';
+import {
+  DEFAULT_SHUTDOWN_GRACE_SECONDS,
+  SHUTDOWN_GRACE_BOUNDS,
+  type AgentSandboxOptions,
+} from './options.ts';
 import { CPU_BOUNDS, cpuCores, MEMORY_BOUNDS, memoryBytes } from './quantity.ts';
 
 const within = (parse: (t: string) => number | undefined, bounds: { min: number; max: number }) =>
@@ -30,6 +34,20 @@ export const snapshotSchema = z.strictObject({
   reconciliationTimeoutSeconds: z.number().int().min(1).max(3600),
   pollIntervalMilliseconds: z.number().int().min(50).max(60_000),
   clusterPin: z.string().regex(/^[0-9a-f]{64}$/),
+  // Both optional, so snapshots frozen before they existed still parse: no grace recorded means the
+  // default; no profile means the legacy template.
+  shutdownGraceSeconds: z
+    .number()
+    .int()
+    .min(SHUTDOWN_GRACE_BOUNDS.min)
+    .max(SHUTDOWN_GRACE_BOUNDS.max)
+    .optional(),
+  agentHost: z
+    .strictObject({
+      configMapName: z.string().refine(isDnsLabel),
+      tlsSecretName: z.string().refine(isDnsLabel),
+    })
+    .optional(),
 });
 
 export type AgentSandboxSnapshot = z.output<typeof snapshotSchema>;
@@ -51,7 +69,21 @@ export function snapshotOf(options: AgentSandboxOptions, clusterPin: string): Ag
     reconciliationTimeoutSeconds: options.reconciliationTimeoutSeconds,
     pollIntervalMilliseconds: options.pollIntervalMilliseconds,
     clusterPin,
+    shutdownGraceSeconds: options.shutdownGraceSeconds,
+    ...(options.agentHost === undefined
+      ? {}
+      : {
+          agentHost: {
+            configMapName: options.agentHost.configMapName,
+            tlsSecretName: options.agentHost.tlsSecretName,
+          },
+        }),
   };
+}
+
+/** The lease's grace between its expiry and the claim's shutdown time. */
+export function shutdownGraceOf(snapshot: AgentSandboxSnapshot): number {
+  return snapshot.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS;
 }
 
 /** A snapshot this adapter did not write (or a corrupted one) is refused before any request. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSnapshot, snapshotOf } from './options-snapshot.ts';
+import { parseSnapshot, shutdownGraceOf, snapshotOf } from './options-snapshot.ts';
 import { AgentSandboxOptionsError, loadAgentSandboxOptions } from './options.ts';
 import { DIGEST, P, validEnv } from '../../test/support/agent-sandbox-fixtures.ts';
 
@@ -125,5 +125,54 @@ describe('options snapshot', () => {
     ]) {
       expect(() => parseSnapshot(bad)).toThrow(expect.objectContaining({ kind: 'definitive' }));
     }
+  });
+});
+
+describe('the AgentHost profile and the shutdown grace', () => {
+  const profile = {
+    [`${P}AGENT_HOST_CONFIG_MAP_NAME`]: 'agenthost-config',
+    [`${P}AGENT_HOST_TLS_SECRET_NAME`]: 'agenthost-tls',
+  };
+
+  it('reads both profile names, and the grace (a day unless set)', () => {
+    expect(loadAgentSandboxOptions(validEnv(), exists)).not.toHaveProperty('agentHost');
+    expect(loadAgentSandboxOptions(validEnv(), exists).shutdownGraceSeconds).toBe(86_400);
+    const options = loadAgentSandboxOptions(
+      validEnv({ ...profile, [`${P}SHUTDOWN_GRACE_SECONDS`]: '7200' }),
+      exists,
+    );
+    expect(options.agentHost).toEqual({ configMapName: 'agenthost-config', tlsSecretName: 'agenthost-tls' });
+    expect(options.shutdownGraceSeconds).toBe(7200);
+  });
+
+  it('refuses half a profile, names that are not DNS labels, and a grace out of bounds', () => {
+    expect(problemsOf(validEnv({ [`${P}AGENT_HOST_CONFIG_MAP_NAME`]: 'agenthost-config' }))).toEqual({
+      [`${P}AGENT_HOST_TLS_SECRET_NAME`]: 'required with the other AgentHost profile name',
+    });
+    expect(
+      Object.keys(problemsOf(validEnv({ ...profile, [`${P}AGENT_HOST_TLS_SECRET_NAME`]: 'Bad.Name' }))),
+    ).toEqual([`${P}AGENT_HOST_TLS_SECRET_NAME`]);
+    for (const grace of ['59', '2592001', 'day']) {
+      expect(problemsOf(validEnv({ [`${P}SHUTDOWN_GRACE_SECONDS`]: grace }))).toHaveProperty(
+        `${P}SHUTDOWN_GRACE_SECONDS`,
+      );
+    }
+  });
+
+  it('freezes the profile names and the grace into the snapshot; older snapshots without them still parse', () => {
+    const pin = 'b'.repeat(64);
+    const snapshot = snapshotOf(loadAgentSandboxOptions(validEnv(profile), exists), pin);
+    expect(snapshot).toMatchObject({
+      agentHost: { configMapName: 'agenthost-config', tlsSecretName: 'agenthost-tls' },
+      shutdownGraceSeconds: 86_400,
+    });
+    expect(parseSnapshot(JSON.parse(JSON.stringify(snapshot)) as Record<string, unknown>)).toEqual(snapshot);
+    const older: Record<string, unknown> = { ...snapshot };
+    delete older.agentHost;
+    delete older.shutdownGraceSeconds;
+    expect(shutdownGraceOf(parseSnapshot(older))).toBe(86_400);
+    expect(() => parseSnapshot({ ...snapshot, agentHost: { configMapName: 'x' } })).toThrow(
+      expect.objectContaining({ kind: 'definitive' }),
+    );
   });
 });

@@ -29,8 +29,25 @@ export interface AgentSandboxOptions {
   memoryRequest: string;
   reconciliationTimeoutSeconds: number;
   pollIntervalMilliseconds: number;
+  /**
+   * How far past a lease's expiry the claim's `spec.lifecycle.shutdownTime` lies. Sandlot never
+   * releases a sandbox because its lease expired: the cluster-side shutdown time is only a backstop
+   * that removes a sandbox whose control plane is gone, long after the lease's expiry.
+   */
+  shutdownGraceSeconds: number;
+  /** The optional AgentHost launch profile; absent, the template is the legacy one. */
+  agentHost?: AgentHostProfile;
   connection: KubernetesConnection;
 }
+
+/** Only trusted names are pinned; everything else the profile adds is fixed by the adapter. */
+export interface AgentHostProfile {
+  configMapName: string;
+  tlsSecretName: string;
+}
+
+export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 86_400;
+export const SHUTDOWN_GRACE_BOUNDS = { min: 3_600, max: 2_592_000 } as const;
 
 export interface OptionsProblem {
   variable: string;
@@ -96,7 +113,24 @@ const settings = z.object({
   MEMORY_REQUEST: quantity(memoryBytes, MEMORY_BOUNDS, 'memory quantity between 64Mi and 256Gi (e.g. 2Gi)'),
   RECONCILIATION_TIMEOUT_SECONDS: int(1, 3600),
   POLL_INTERVAL_MILLISECONDS: int(50, 60_000),
+  SHUTDOWN_GRACE_SECONDS: int(SHUTDOWN_GRACE_BOUNDS.min, SHUTDOWN_GRACE_BOUNDS.max).optional(),
+  AGENT_HOST_CONFIG_MAP_NAME: dnsLabel.optional(),
+  AGENT_HOST_TLS_SECRET_NAME: dnsLabel.optional(),
 });
+
+/** Both names or neither: half a profile is a mistake, never the legacy template. */
+function agentHostOf(
+  s: { AGENT_HOST_CONFIG_MAP_NAME?: string | undefined; AGENT_HOST_TLS_SECRET_NAME?: string | undefined },
+  problems: OptionsProblem[],
+): AgentHostProfile | undefined {
+  const configMapName = s.AGENT_HOST_CONFIG_MAP_NAME;
+  const tlsSecretName = s.AGENT_HOST_TLS_SECRET_NAME;
+  if (configMapName !== undefined && tlsSecretName !== undefined) return { configMapName, tlsSecretName };
+  if (configMapName === undefined && tlsSecretName === undefined) return undefined;
+  const missing = configMapName === undefined ? 'AGENT_HOST_CONFIG_MAP_NAME' : 'AGENT_HOST_TLS_SECRET_NAME';
+  problems.push({ variable: ENV_PREFIX + missing, reason: 'required with the other AgentHost profile name' });
+  return undefined;
+}
 
 function connectionOf(
   env: Readonly<Record<string, string | undefined>>,
@@ -165,6 +199,7 @@ export function loadAgentSandboxOptions(
     }
   }
   const connection = connectionOf(env, exists, problems);
+  const agentHost = parsed.success ? agentHostOf(parsed.data, problems) : undefined;
   if (!parsed.success || connection === undefined || problems.length > 0) {
     throw new AgentSandboxOptionsError(problems);
   }
@@ -183,6 +218,8 @@ export function loadAgentSandboxOptions(
     memoryRequest: s.MEMORY_REQUEST,
     reconciliationTimeoutSeconds: s.RECONCILIATION_TIMEOUT_SECONDS,
     pollIntervalMilliseconds: s.POLL_INTERVAL_MILLISECONDS,
+    shutdownGraceSeconds: s.SHUTDOWN_GRACE_SECONDS ?? DEFAULT_SHUTDOWN_GRACE_SECONDS,
+    ...(agentHost === undefined ? {} : { agentHost }),
     connection,
   };
 }

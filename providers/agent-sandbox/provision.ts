@@ -41,6 +41,10 @@ function planWorkspace(request: ProvisionRequest): Omit<WorkspacePlan, 'pvcUid'>
   if (!Number.isSafeInteger(request.networkPolicyGeneration) || request.networkPolicyGeneration < 1) {
     problems.push('networkPolicyGeneration must be an integer ≥ 1');
   }
+  const { expiresAt } = request;
+  if (expiresAt !== undefined && expiresAt !== null && !Number.isFinite(Date.parse(expiresAt))) {
+    problems.push('expiresAt must be an ISO instant or null');
+  }
   if (problems.length > 0) throw definitive('invalid-request', `Provision refused: ${problems.join('; ')}`);
   return {
     pvcName: pvcName ?? '',
@@ -163,6 +167,7 @@ export async function provision(
       snapshot,
       workspace,
       networkPolicyGeneration: request.networkPolicyGeneration,
+      expiresAt: request.expiresAt ?? null,
     };
     await ensure(
       context,

@@ -9,6 +9,7 @@ import { field, isRecord, type KubeObject } from './kube-object.ts';
 import { ANNOTATIONS, LABELS, pvcNameOf, type ObjectNames } from './names.ts';
 import type { AgentSandboxSnapshot } from './options-snapshot.ts';
 import { assertOwned } from './owner-labels.ts';
+import { assertAgentHost } from './validate-agent-host.ts';
 
 function expect(condition: boolean, code: string, message: string): asserts condition {
   if (!condition) throw ownership(code, message);
@@ -131,6 +132,14 @@ export function validateTemplate(
     'template-pvc-mismatch',
     `${name} does not mount the recorded Workspace PVC ${pvcName}`,
   );
+  if (snapshot.agentHost !== undefined) {
+    assertAgentHost(podSpec, labels, snapshot.agentHost, 'template-agent-host-mismatch', name);
+    expect(
+      field(template.spec, 'service') === true,
+      'template-agent-host-mismatch',
+      `${name} does not ask the Sandbox controller for its Service`,
+    );
+  }
   return {
     workspace: {
       pvcName,

@@ -1,13 +1,15 @@
 // Read-back checks of what the controllers made from our claim. Names are not trusted: the Sandbox
 // must name our claim's UID as its controller, and the Pod our Sandbox's UID. The Pod must actually
 // run what the template asked for: the RuntimeClass, the security settings, the exact Workspace
-// mount and resources. A failure is an ownership error (an invariant violation, never adopted).
+// mount and resources, and, when the snapshot pins one, the AgentHost launch profile. A failure is an
+// ownership error (an invariant violation, never adopted).
 import type { V1Container, V1Pod } from './client-node.ts';
 import { ownership } from '../errors.ts';
 import { CONTAINER_NAME, RUN_AS, WORKSPACE_VOLUME, type WorkspacePlan } from './builders.ts';
 import type { KubeObject, OwnerReference } from './kube-object.ts';
 import type { AgentSandboxSnapshot } from './options-snapshot.ts';
 import { quantityValue } from './quantity.ts';
+import { assertAgentHost } from './validate-agent-host.ts';
 
 function expect(condition: boolean, code: string, message: string): asserts condition {
   if (!condition) throw ownership(code, message);
@@ -139,4 +141,7 @@ export function validatePod(
     snapshot,
     workspace,
   );
+  if (snapshot.agentHost !== undefined) {
+    assertAgentHost(spec, pod.metadata.labels, snapshot.agentHost, 'pod-agent-host-mismatch', `Pod ${name}`);
+  }
 }

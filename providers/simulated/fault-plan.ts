@@ -3,7 +3,7 @@
 // rather than silently producing a run without the faults someone meant to test.
 import { z } from 'zod';
 
-export const providerOperations = ['provision', 'describe', 'listOwned', 'release'] as const;
+export const providerOperations = ['provision', 'describe', 'listOwned', 'renew', 'release'] as const;
 export type ProviderOperation = (typeof providerOperations)[number];
 
 export const faultKinds = [

@@ -11,6 +11,7 @@ import {
   insertSimulatedResource,
   listSimulatedResources,
   markSimulatedResourceDeleted,
+  renewSimulatedResource,
   type SimulatedResourceFilter,
   type SimulatedResourceRow,
 } from '../../store/simulated-resources.ts';
@@ -27,6 +28,8 @@ import type {
   ProvisionRequest,
   ReleaseReceipt,
   ReleaseRequest,
+  RenewReceipt,
+  RenewRequest,
   ResourceRef,
   SandboxProvider,
 } from '../provider.ts';
@@ -45,6 +48,8 @@ export interface SimulatedProviderOptions {
   phaseDelaysMs?: { imageReady: number; started: number };
   /** The clock resources age by (phases); call deadlines use real time. */
   now?: () => number;
+  /** Test hook: placement keys merged into each resource's (e.g. an AgentHost `podIP`/`serviceDns`). */
+  placementFor?: (resourceId: string) => Record<string, string>;
 }
 
 // Call deadlines are wall-clock; the injected `now` only ages resources.
@@ -62,6 +67,7 @@ export class SimulatedProvider implements SandboxProvider {
   private readonly delays: { imageReady: number; started: number };
   private readonly faults: FaultInjector;
   private readonly pendingWrites = new Set<Promise<void>>();
+  private readonly placementFor: SimulatedProviderOptions['placementFor'];
 
   constructor(options: SimulatedProviderOptions) {
     this.identity = simulatedIdentity(options.optionsRevision);
@@ -69,6 +75,7 @@ export class SimulatedProvider implements SandboxProvider {
     this.now = options.now ?? Date.now;
     this.delays = options.phaseDelaysMs ?? { imageReady: 20, started: 50 };
     this.faults = new FaultInjector(options.faults ?? {}, options.seed ?? 1);
+    this.placementFor = options.placementFor;
   }
 
   optionsSnapshot(): ProviderOptionsSnapshot {
@@ -83,6 +90,8 @@ export class SimulatedProvider implements SandboxProvider {
   provision(request: ProvisionRequest, options: CallOptions): Promise<ProviderResource> {
     return this.call('provision', options, async (decision) => {
       validateOwner(request.owner);
+      const expiresAt = request.expiresAt ?? null;
+      if (expiresAt !== null) instantMs(expiresAt, 'expiresAt');
       if (decision.fault === 'late-resource') {
         this.later(decision.lateMs, () => this.insert(request));
         throw budget.timedOut('provision', options.deadline);
@@ -119,6 +128,21 @@ export class SimulatedProvider implements SandboxProvider {
     });
   }
 
+  /** Moves the recorded term only; like the cluster's backstop, it never releases anything itself. */
+  renew(request: RenewRequest, options: CallOptions): Promise<RenewReceipt> {
+    return this.call('renew', options, async () => {
+      const expiresAtMs = instantMs(request.expiresAt, 'expiresAt');
+      const row = await findSimulatedResource(this.db, request.resourceId);
+      if (row === null || row.deleted) throw absent(request.resourceId);
+      assertOwnedBy(row.owner, request.owner, request.resourceId);
+      // The update re-checks liveness: a release in between leaves nothing to renew.
+      if (!(await renewSimulatedResource(this.db, request.resourceId, expiresAtMs))) {
+        throw absent(request.resourceId);
+      }
+      return { resourceId: request.resourceId, expiresAt: request.expiresAt };
+    });
+  }
+
   release(request: ReleaseRequest, options: CallOptions): Promise<ReleaseReceipt> {
     return this.call('release', options, async () => {
       const row = await findSimulatedResource(this.db, request.resourceId);
@@ -142,6 +166,12 @@ export class SimulatedProvider implements SandboxProvider {
   /** Test helper: how many resources match (live ones only unless includeDeleted). */
   countResources(filter: SimulatedResourceFilter = {}): Promise<number> {
     return countSimulatedResources(this.db, filter);
+  }
+
+  /** Test helper: the term recorded for a resource (ISO instant), null for none or no such resource. */
+  async recordedExpiry(resourceId: string): Promise<string | null> {
+    const row = await findSimulatedResource(this.db, resourceId);
+    return row === null || row.expiresAtMs === null ? null : new Date(row.expiresAtMs).toISOString();
   }
 
   /** Waits for late resources still to be written, so none is lost when the process stops. */
@@ -183,6 +213,7 @@ export class SimulatedProvider implements SandboxProvider {
   /** Inserts unless the operation already has a resource (of whatever owner). */
   private async insert(request: ProvisionRequest): Promise<void> {
     const owner = pickOwner(request.owner);
+    const expiresAt = request.expiresAt ?? null;
     await insertSimulatedResource(this.db, {
       resourceId: simulatedResourceId(owner.operationId),
       owner,
@@ -190,6 +221,7 @@ export class SimulatedProvider implements SandboxProvider {
       networkPolicyGeneration: request.networkPolicyGeneration,
       options: request.options,
       createdAtMs: Math.round(this.now()),
+      expiresAtMs: expiresAt === null ? null : instantMs(expiresAt, 'expiresAt'),
     });
   }
 
@@ -228,12 +260,26 @@ export class SimulatedProvider implements SandboxProvider {
       resourceId: row.resourceId,
       owner: pickOwner(row.owner),
       phase: phaseAt(this.now() - row.createdAtMs, this.delays),
-      placement: { node: 'sim-node-1', endpoint: `https://${row.resourceId}.sim.invalid` },
+      placement: {
+        node: 'sim-node-1',
+        endpoint: `https://${row.resourceId}.sim.invalid`,
+        ...this.placementFor?.(row.resourceId),
+      },
     };
     if (row.finished !== null) resource.finished = row.finished;
     return resource;
   }
 }
+
+/** Epoch milliseconds of an ISO instant; anything else is refused before anything is applied. */
+function instantMs(value: unknown, what: string): number {
+  const ms = typeof value === 'string' ? Date.parse(value) : Number.NaN;
+  if (!Number.isFinite(ms)) throw definitive('invalid-request', `${what} must be an ISO instant`);
+  return ms;
+}
+
+const absent = (resourceId: string) =>
+  definitive('resource-absent', `Simulated resource ${resourceId} is absent or released; nothing to renew`);
 
 function phaseAt(elapsedMs: number, delays: { imageReady: number; started: number }): ProviderPhase {
   if (elapsedMs >= delays.started) return 'started';

@@ -10,6 +10,7 @@ import type {
   ProviderResource,
   ProvisionRequest,
   ReleaseRequest,
+  RenewRequest,
   ResourceRef,
   SandboxProvider,
 } from '../../providers/provider.ts';
@@ -25,6 +26,12 @@ export interface ContractSubject {
    * for subjects that drive a fake clock or a fake controller instead of waiting on real time.
    */
   waitForPhase?: { timeoutMs?: number; intervalMs?: number; advance?: () => Promise<void> };
+  /**
+   * The term the provider itself recorded for a resource (Agent Sandbox: the claim's
+   * `spec.lifecycle.shutdownTime`; simulated: the row's expiry) as an ISO instant, or null for none.
+   * Lets the renew case see the term move, not just the receipt.
+   */
+  recordedTerm?(resource: ProviderResource): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -76,6 +83,15 @@ export function refTo(subject: HasProvider, resource: ProviderResource): Resourc
     resourceId: resource.resourceId,
     options: subject.provider.optionsSnapshot(),
   };
+}
+
+export function renewalOf(subject: HasProvider, resource: ProviderResource, expiresAt: string): RenewRequest {
+  return { ...refTo(subject, resource), expiresAt };
+}
+
+/** An instant `offsetMs` from now, in whole seconds (what Kubernetes keeps of a time). */
+export function instantIn(offsetMs: number): string {
+  return new Date(Math.floor(Date.now() / 1000) * 1000 + offsetMs).toISOString();
 }
 
 export function releaseOf(subject: HasProvider, resource: ProviderResource, key?: string): ReleaseRequest {

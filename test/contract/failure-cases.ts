@@ -94,13 +94,16 @@ export function failureCases(subject: () => ContractSubject): void {
   });
 
   describe('ownership', () => {
-    it('describing or releasing a resource under another owner binding is an ownership error', async () => {
+    it('describing, renewing or releasing a resource under another owner binding is an ownership error', async () => {
       const s = subject();
       const resource = await s.provider.provision(provisionRequest(s, newOwner()), budget());
       const foreign = { ...refTo(s, resource), owner: { ...resource.owner, providerFence: 99 } };
 
       const described = await failureOf(s.provider.describe(foreign, budget()));
       expect(classifyProviderFailure(described)).toBe('ownership');
+      const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+      const renewed = await failureOf(s.provider.renew({ ...foreign, expiresAt }, budget()));
+      expect(classifyProviderFailure(renewed)).toBe('ownership');
       const released = await failureOf(s.provider.release({ ...foreign, idempotencyKey: 'k' }, budget()));
       expect(classifyProviderFailure(released)).toBe('ownership');
       expect(presentResource(await s.provider.describe(refTo(s, resource), budget())).resourceId).toBe(

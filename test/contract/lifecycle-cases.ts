@@ -1,8 +1,11 @@
 // Contract: the happy path a lease walks (create, observe, renew, terminate).
 import { describe, expect, it } from 'vitest';
+import { classifyProviderFailure } from '../../providers/errors.ts';
 import type { ProviderPhase } from '../../providers/provider.ts';
 import {
   budget,
+  failureOf,
+  instantIn,
   newOwner,
   ownedBy,
   pollUntil,
@@ -10,8 +13,11 @@ import {
   provisionRequest,
   refTo,
   releaseOf,
+  renewalOf,
   type ContractSubject,
 } from './contract-subject.ts';
+
+const HOUR = 3_600_000;
 
 const phaseOrder: ProviderPhase[] = ['pending', 'scheduled', 'image-ready', 'started'];
 
@@ -75,6 +81,52 @@ export function lifecycleCases(subject: () => ContractSubject): void {
       const reprovisioned = await s.provider.provision(request, budget());
       expect(reprovisioned.resourceId).toBe(resource.resourceId);
       expect(reprovisioned.phase).toBe('started');
+    });
+
+    it('renew moves the term to a later expiry, idempotently, keeping the resource', async () => {
+      const s = subject();
+      const owner = newOwner();
+      const expiresAt = instantIn(HOUR);
+      const resource = await s.provider.provision({ ...provisionRequest(s, owner), expiresAt }, budget());
+      const before = await s.recordedTerm?.(resource);
+
+      const later = new Date(Date.parse(expiresAt) + 2 * HOUR).toISOString();
+      const receipt = await s.provider.renew(renewalOf(s, resource, later), budget());
+      expect(receipt).toEqual({ resourceId: resource.resourceId, expiresAt: later });
+      const after = await s.recordedTerm?.(resource);
+      if (s.recordedTerm !== undefined) {
+        // The provider's own term moved by exactly the renewal, and never lies before the expiry.
+        expect(Date.parse(after ?? '') - Date.parse(before ?? '')).toBe(2 * HOUR);
+        expect(Date.parse(after ?? '')).toBeGreaterThanOrEqual(Date.parse(later));
+      }
+
+      expect(await s.provider.renew(renewalOf(s, resource, later), budget())).toEqual(receipt);
+      if (s.recordedTerm !== undefined) expect(await s.recordedTerm(resource)).toBe(after);
+      const found = presentResource(await s.provider.describe(refTo(s, resource), budget()));
+      expect(found.resourceId).toBe(resource.resourceId);
+      expect(found.owner).toEqual(owner);
+    });
+
+    it('a lease that never expires gets no provider term', async () => {
+      const s = subject();
+      const resource = await s.provider.provision(
+        { ...provisionRequest(s, newOwner()), expiresAt: null },
+        budget(),
+      );
+      if (s.recordedTerm !== undefined) expect(await s.recordedTerm(resource)).toBeNull();
+    });
+
+    it('renewing a released resource is refused definitively', async () => {
+      const s = subject();
+      const resource = await s.provider.provision(
+        { ...provisionRequest(s, newOwner()), expiresAt: instantIn(HOUR) },
+        budget(),
+      );
+      await s.provider.release(releaseOf(s, resource), budget());
+
+      const error = await failureOf(s.provider.renew(renewalOf(s, resource, instantIn(2 * HOUR)), budget()));
+      expect(classifyProviderFailure(error)).toBe('definitive');
+      expect(await s.provider.describe(refTo(s, resource), budget())).toEqual({ present: false });
     });
   });
 

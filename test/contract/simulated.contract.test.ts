@@ -13,6 +13,7 @@ for (const backend of backends) {
     return {
       provider,
       faults: { loseNextResponse: (operation) => provider.injectFault(operation, 'lost-response') },
+      recordedTerm: (resource) => provider.recordedExpiry(resource.resourceId),
       async close() {
         await provider.close();
         await handle.close();

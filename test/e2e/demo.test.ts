@@ -111,7 +111,11 @@ describe('sandlot demo against a running embedded serve', () => {
       const out = result.stdout;
       expect(out).toContain(`sandlot demo against ${server!.url}`);
       expect(out).toMatch(/✓ lease Active on sim-[0-9a-f]+/);
-      expect(out).toContain('readyForDispatch true');
+      expect(out).toContain('readyForDispatch true in phase configured');
+      expect(out).toContain('HostConfigured True');
+      expect(out).toMatch(
+        /✓ placement: sim-[0-9a-f]+ at https:\/\/sim-[0-9a-f]+\.sim\.invalid, lease revision \d+/,
+      );
       expect(out).toMatch(/✓ Environment Released \(revision \d+\), lease Released/);
       // Not a terminal: plain lines, no cursor control.
       expect(out).not.toContain('\r');

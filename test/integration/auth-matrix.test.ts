@@ -112,6 +112,19 @@ const routes: Route[] = [
     body: (_s, op) => ({ operationId: op, resourceGeneration: 1, providerFence: 1 }),
     needs: write,
   },
+  {
+    name: 'renew',
+    method: 'POST',
+    path: (s) => `${s.base}/sandbox/renew`,
+    body: () => ({ expectedResourceGeneration: 1, providerFence: 1, idempotencyKey: 'matrix' }),
+    needs: ['WriteProjects'],
+  },
+  {
+    name: 'placement',
+    method: 'GET',
+    path: (s) => `${s.base}/sandbox/v1/placement`,
+    needs: ['WriteProjects'],
+  },
   { name: 'journal', method: 'GET', path: (s) => `${s.base}/journal`, needs: ['ReadProjects'] },
 ];
 

@@ -12,7 +12,7 @@ import { composeSandlot, type Sandlot } from '../../cli/compose.ts';
 import { loadConfig } from '../../config/load.ts';
 import { loadOrCreateDevKey } from '../../http/auth/dev-key.ts';
 import { mintDevToken } from '../../http/auth/mint.ts';
-import { ciliumPolicyObject, NAMESPACE } from '../support/fake-cluster-harness.ts';
+import { ciliumPolicyObject, NAMESPACE, plantWorkspace } from '../support/fake-cluster-harness.ts';
 import { validEnv } from '../support/agent-sandbox-fixtures.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/index.ts';
 
@@ -95,6 +95,11 @@ describe.skipIf(skipWithoutCrds)(
       };
       const base = `${envs}/${environmentId}`;
       const volume = (await call('POST', `${base}/workspace-volumes`, alice, { idempotencyKey: 'ws' })).body;
+      // The Workspace's PVC and PV exist in the cluster: admission reads them back before any lease.
+      plantWorkspace(fake, {
+        owner: { environmentId },
+        workspace: { volumeId: volume['volumeId'] as string, resourceGeneration: 1, dataGeneration: 1 },
+      });
       const provision = (key: string) =>
         call('POST', `${base}/sandbox/provision`, alice, {
           idempotencyKey: key,

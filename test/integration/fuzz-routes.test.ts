@@ -138,6 +138,14 @@ const routes: Route[] = [
     path: (p) => `${base(p)}/sandbox/reconcile`,
     body: (_s, op) => ({ operationId: op, resourceGeneration: 1, providerFence: 1 }),
   },
+  {
+    name: 'renew',
+    method: 'POST',
+    path: (p) => `${base(p)}/sandbox/renew`,
+    body: () => ({ expectedResourceGeneration: 1, providerFence: 1, idempotencyKey: 'fuzz-renew' }),
+  },
+  { name: 'placement', method: 'GET', path: (p) => `${base(p)}/sandbox/v1/placement` },
+  { name: 'internal placement', method: 'GET', path: (p) => `${base(p)}/sandbox/v1/internal/placement` },
   { name: 'journal', method: 'GET', path: (p) => `${base(p)}/journal` },
 ];
 

@@ -141,9 +141,14 @@ describe.each(backends)('migration sets on %s', (backend) => {
     await migrate(handle.db);
     const core = await ledger(handle.db);
 
-    expect(await migrateSimulated(handle.db)).toEqual({ applied: ['0001_simulated_resources.sql'] });
+    expect(await migrateSimulated(handle.db)).toEqual({
+      applied: ['0001_simulated_resources.sql', '0002_simulated_expiry.sql'],
+    });
     expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
-    expect(await simulatedLedger(handle.db)).toEqual([{ name: '0001_simulated_resources.sql' }]);
+    expect(await simulatedLedger(handle.db)).toEqual([
+      { name: '0001_simulated_resources.sql' },
+      { name: '0002_simulated_expiry.sql' },
+    ]);
     expect(await ledger(handle.db)).toEqual(core);
     expect(await migrateSimulated(handle.db)).toEqual({ applied: [] });
   });
@@ -162,7 +167,10 @@ describe.each(backends)('migration sets on %s', (backend) => {
       { provider: { id: 'simulated', optionsRevision: '1' } },
       (name) => seen.push(name),
     );
-    expect(simulated).toEqual(['simulated/0001_simulated_resources.sql']);
+    expect(simulated).toEqual([
+      'simulated/0001_simulated_resources.sql',
+      'simulated/0002_simulated_expiry.sql',
+    ]);
     expect(seen).toEqual(simulated);
     expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
   });
@@ -183,7 +191,9 @@ describe.each(backends)('migration sets on %s', (backend) => {
     );
 
     expect(await migrate(handle.db)).toEqual({ applied: [] });
-    expect(await migrateSimulated(handle.db)).toEqual({ applied: ['0001_simulated_resources.sql'] });
+    expect(await migrateSimulated(handle.db)).toEqual({
+      applied: ['0001_simulated_resources.sql', '0002_simulated_expiry.sql'],
+    });
     const { rows } = await handle.db.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM simulated_resources',
     );

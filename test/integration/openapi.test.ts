@@ -55,6 +55,26 @@ const operations = [
   ['get', `${environments}/{environmentId}/sandbox/v1/late-resource-cleanups`, ['200', '404'], false],
   ['post', `${environments}/{environmentId}/sandbox/abandon`, ['202', '404', '409'], true],
   ['post', `${environments}/{environmentId}/sandbox/reconcile`, ['202', '200', '404', '409'], true],
+  ['post', `${environments}/{environmentId}/sandbox/renew`, ['200', '202', '404', '409'], true],
+  ['get', `${environments}/{environmentId}/sandbox/v1/placement`, ['200', '204', '404', '409'], false],
+  [
+    'get',
+    `${environments}/{environmentId}/sandbox/v1/internal/placement`,
+    ['200', '204', '403', '404', '409'],
+    false,
+  ],
+  [
+    'post',
+    `${environments}/{environmentId}/runtime-bootstrap/profiles/{profileId}/resolve`,
+    ['200', '403', '404', '409', '503'],
+    false,
+  ],
+  [
+    'get',
+    `${environments}/{environmentId}/runtime-bootstrap/profiles/{profileId}`,
+    ['200', '403', '404', '409'],
+    false,
+  ],
 ] as const;
 
 const problemRef = { $ref: '#/components/schemas/Problem' };
@@ -122,6 +142,10 @@ describe('OpenAPI, docs and probes', () => {
     for (const status of answers) {
       const response = op.responses[status];
       expect(response, `${status} answer`).toBeDefined();
+      if (status === '204') {
+        expect(response?.content).toBeUndefined();
+        continue;
+      }
       const media = status.startsWith('2') ? 'application/json' : 'application/problem+json';
       expect(Object.keys(response?.content ?? {})).toEqual([media]);
     }

@@ -65,4 +65,68 @@ describe('lease expiry', () => {
     await waitForLifecycle(h, s, 'Released');
     expect(await h.provider.countResources({ operationId })).toBe(0);
   });
+
+  it('a renewed lease stays projected and ready past its first expiry; the key names one renewal', async () => {
+    const s = await setupScenario(h, { run: 'run-renew' });
+    const { operationId } = await json<{ operationId: string }>(
+      await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+    );
+    const active = await waitForLease(h, s, (l) => l['state'] === 'Active');
+    const firstExpiry = Date.parse(String(active['expiresAt']));
+    const renew = (key: string, fences = { expectedResourceGeneration: 1, providerFence: 1 }) =>
+      h.request('POST', `${s.base}/sandbox/renew`, {
+        token: s.token,
+        body: { ...fences, idempotencyKey: key },
+      });
+
+    // Renewed late in its term, so the new expiry is well past the first one.
+    await new Promise((r) => setTimeout(r, Math.max(0, firstExpiry - Date.now() - 600)));
+    const renewed = await renew('renew-1');
+    expect(renewed.status).toBe(200);
+    expect(renewed.headers.get('cache-control')).toBe('no-store');
+    const body = await json<{ lease: Record<string, unknown>; renewal: Record<string, unknown> }>(renewed);
+    expect(body.renewal).toMatchObject({ idempotencyKey: 'renew-1', state: 'Succeeded' });
+    const secondExpiry = Date.parse(String(body.lease['expiresAt']));
+    expect(secondExpiry).toBeGreaterThan(firstExpiry);
+    expect(body.lease['expiresAt']).toBe(body.renewal['expiresAt']);
+    // The provider's term moved with it, by a renew attempt written before the call.
+    const attempts = await json<{ attempts: { kind: string; state: string }[] }>(
+      await h.request('GET', `${s.base}/sandbox/v1/operations/${operationId}/provider-attempts`, {
+        token: s.token,
+      }),
+    );
+    expect(attempts.attempts.filter((a) => a.kind === 'renew').map((a) => a.state)).toEqual(['Succeeded']);
+    expect(await h.provider.recordedExpiry(String(body.lease['resourceId']))).toBe(body.renewal['expiresAt']);
+
+    // The same key again: the same renewal, no second call.
+    const replay = await renew('renew-1');
+    expect(replay.status).toBe(200);
+    expect((await json<{ renewal: unknown }>(replay)).renewal).toEqual(body.renewal);
+    // Stale fences change nothing.
+    const stale = await renew('renew-stale', { expectedResourceGeneration: 2, providerFence: 1 });
+    expect(stale.status).toBe(409);
+
+    // Past the first expiry it is still projected and ready; the reconciler did not fence it.
+    await new Promise((r) => setTimeout(r, Math.max(0, firstExpiry - Date.now()) + 200));
+    expect(Date.now()).toBeLessThan(secondExpiry);
+    const placement = await h.request('GET', `${s.base}/sandbox/v1/placement`, { token: s.token });
+    expect(placement.status).toBe(200);
+    const inspected = await json<{ readyForDispatch: boolean; lease: Record<string, unknown> }>(
+      await h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=1`, { token: s.token }),
+    );
+    expect(inspected.readyForDispatch).toBe(true);
+    expect(inspected.lease).toMatchObject({ expired: false, currentFencingGeneration: 1 });
+
+    // Not renewed again, it expires at its new expiry: fenced, and an expired lease is not renewed.
+    await eventually('the renewed lease to expire', async () => {
+      const seen = await json<{ lease: Record<string, unknown> }>(
+        await h.request('GET', `${s.base}/sandbox`, { token: s.token }),
+      );
+      return seen.lease['expired'] === true ? seen : undefined;
+    });
+    const late = await renew('renew-late', { expectedResourceGeneration: 1, providerFence: 1 });
+    expect(late.status).toBe(409);
+    expect((await json(late))['type']).toBe('urn:sandlot:problem:lease-expired');
+    expect(await h.provider.countResources({ operationId })).toBe(1);
+  });
 });

@@ -168,7 +168,7 @@ describe.each(backends)('fences (%s)', (backend) => {
         callTimeoutMs: 2_000,
       };
       await runAttempt(deps, provisionAttempt, new AbortController().signal);
-      expect(provider.calls).toEqual({ provision: 0, describe: 0, listOwned: 0, release: 0 });
+      expect(provider.calls).toEqual({ provision: 0, describe: 0, listOwned: 0, renew: 0, release: 0 });
       const superseded = await environmentRows(h.db, s.environmentId);
       expect(superseded.attempts.find((a) => a.attemptId === provisionAttempt)).toMatchObject({
         state: 'Superseded',

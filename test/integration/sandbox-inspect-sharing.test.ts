@@ -81,18 +81,25 @@ describe('describe attempts', () => {
     const lease = await json<{ lease: { resourceGeneration: number; providerFence: number } }>(
       await h.request('GET', `${s.base}/sandbox`, { token: s.token }),
     );
+    // Marked Dispatched (deadline passed) in the very transaction that opens it, so no live worker
+    // of this test can begin it: exactly what a process that died after dispatch leaves behind.
     const opened = await h.runtime.send(
       s.environmentId,
       { type: 'sandbox.describe', ...lease.lease },
-      { actor: 'test' },
+      {
+        actor: 'test',
+        beforeCommit: async (tx) => {
+          await tx.query(
+            `UPDATE provider_attempts
+                SET state = 'Dispatched', dispatched_at = now(), deadline_at = now() - interval '1 second'
+              WHERE environment_id = $1 AND kind = 'describe' AND state = 'Pending'`,
+            [s.environmentId],
+          );
+        },
+      },
     );
     const attemptId = opened.accepted ? opened.effects[0]?.attemptId : null;
     expect(attemptId).toEqual(expect.any(String));
-    await h.db.query(
-      `UPDATE provider_attempts SET state = 'Dispatched', dispatched_at = now(), deadline_at = now() - interval '1 second'
-        WHERE attempt_id = $1`,
-      [attemptId],
-    );
     const deps = runnerDeps(
       { db: h.db, runtime: h.runtime, provider: h.provider, logger: createLogger({ level: 'silent' }) },
       2_000,

@@ -79,6 +79,27 @@ export const reconcile = (operationId: string, fences: LeaseFences): Environment
 
 export const describe = (fences: LeaseFences): EnvironmentEvent => ({ type: 'sandbox.describe', ...fences });
 
+/** Asks at `at` to move the lease's expiry to `expiresAt`. */
+export const renew = (fences: LeaseFences, expiresAt: string, at: string): EnvironmentEvent => ({
+  type: 'sandbox.renew',
+  ...fences,
+  idempotencyKey: 'renew-1',
+  expiresAt,
+  at,
+});
+
+export const renewed = (
+  fences: LeaseFences,
+  attemptId: string,
+  outcome: 'Succeeded' | 'Failed',
+): EnvironmentEvent => ({
+  type: 'sandbox.renewed',
+  ...fences,
+  attemptId,
+  outcome,
+  error: outcome === 'Succeeded' ? null : { code: 'Rejected', message: 'renew failed' },
+});
+
 export const observed = (fences: LeaseFences, finished: 'PodSucceeded' | null): EnvironmentEvent => ({
   type: 'sandbox.observed',
   ...fences,
@@ -106,7 +127,7 @@ export function result(
 ): ProviderResultEvent {
   const { kind } = attempt;
   // A describe answers with sandbox.observed (actors/attempts.ts), never a provider.* result.
-  if (kind === 'describe' || kind === 'cleanup' || kind === 'sweep')
+  if (kind === 'describe' || kind === 'renew' || kind === 'cleanup' || kind === 'sweep')
     throw new Error(`${kind} attempts have no provider.* result`);
   const base = {
     attemptId: attempt.attemptId,

@@ -12,6 +12,8 @@ import {
   T2,
   abandon,
   expire,
+  renew,
+  renewed,
   claimCleanup,
   cleanupFailed,
   cleanupReleased,
@@ -158,10 +160,21 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     expire(fences, T0),
     expire(fences, T2),
     expire(stale, T2),
+    renew(fences, T2, T0),
+    renew(stale, T2, T0),
+    renew(fences, T2, T2),
   );
+  const renewal = lease.renewal;
+  if (renewal != null) {
+    events.push(
+      renewed(fences, renewal.attemptId, 'Succeeded'),
+      renewed(fences, renewal.attemptId, 'Failed'),
+      renewed(stale, renewal.attemptId, 'Succeeded'),
+    );
+  }
   for (const effect of openAttempts(state)) {
-    // A describe answers with sandbox.observed (proposed above), never a provider.* result.
-    if (effect.kind === 'describe') continue;
+    // A describe answers with sandbox.observed, a renew with sandbox.renewed (proposed above).
+    if (effect.kind === 'describe' || effect.kind === 'renew') continue;
     events.push(...genuineResults(effect));
     // Only attempts opened under the current fences: a stale attempt's result is matched by its
     // attempt id and a fencing generation other than the current one (the staleAttempt guard).
@@ -240,6 +253,8 @@ export function serializeModel(state: ModelState): string {
       failed: lease.failure !== null,
       parked: lease.authorityLapse !== null,
       expired: lease.expired,
+      renewal: lease.renewal?.state ?? null,
+      expiresAt: lease.expiresAt,
     },
     attempts,
     cleanups: Object.values(context.cleanups).map((item) => [

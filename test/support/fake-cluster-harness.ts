@@ -1,6 +1,6 @@
 // Test support: the adapter wired to a fake Kubernetes API (test/fakes/kube-api, started by the
 // test and passed in), with the cluster objects a real installation would
-// already hold: the VM RuntimeClass, and each Workspace PVC, Bound and annotated, which in production
+// already hold: the VM RuntimeClass, and each Workspace PVC, Bound to its PV and annotated, which in production
 // the Workspace storage lifecycle provisions before any Sandbox asks for it.
 import type { ProvisionRequest, SandboxProvider } from '../../providers/provider.ts';
 import { AgentSandboxProvider } from '../../providers/agent-sandbox/agent-sandbox-provider.ts';
@@ -9,6 +9,10 @@ import { KubeConfig } from '../../providers/agent-sandbox/client-node.ts';
 import { P, validEnv } from './agent-sandbox-fixtures.ts';
 import { ANNOTATIONS, LABELS, pvcNameOf, projectHashOf } from '../../providers/agent-sandbox/names.ts';
 import { loadAgentSandboxOptions } from '../../providers/agent-sandbox/options.ts';
+import {
+  KUBERNETES_STORAGE_PROVIDER_ID,
+  STORAGE_ANNOTATIONS,
+} from '../../providers/workspace-storage/kubernetes-storage.ts';
 
 interface Ref {
   apiVersion: string;
@@ -49,6 +53,7 @@ export const refs = {
     name,
   }),
   pod: (name: string) => ({ apiVersion: 'v1', kind: 'Pod', namespace: NAMESPACE, name }),
+  service: (name: string) => ({ apiVersion: 'v1', kind: 'Service', namespace: NAMESPACE, name }),
   ciliumPolicy: (name: string) => ({
     apiVersion: CILIUM,
     kind: 'CiliumNetworkPolicy',
@@ -71,6 +76,7 @@ export function wipeNamespace(fake: FakeClusterLike): void {
     [EXT, 'SandboxTemplate'],
     ['agents.x-k8s.io/v1beta1', 'Sandbox'],
     ['v1', 'Pod'],
+    ['v1', 'Service'],
     ['v1', 'PersistentVolumeClaim'],
     [CILIUM, 'CiliumNetworkPolicy'],
   ] as const;
@@ -78,6 +84,9 @@ export function wipeNamespace(fake: FakeClusterLike): void {
     for (const object of fake.objects.list({ apiVersion, kind }, { namespace: NAMESPACE })) {
       fake.objects.remove({ apiVersion, kind, namespace: NAMESPACE, name: object.metadata.name });
     }
+  }
+  for (const pv of fake.objects.list({ apiVersion: 'v1', kind: 'PersistentVolume' })) {
+    fake.objects.remove({ apiVersion: 'v1', kind: 'PersistentVolume', name: pv.metadata.name });
   }
 }
 
@@ -90,8 +99,14 @@ export function runtimeClassObject(handler = RUNTIME_HANDLER) {
   };
 }
 
+/** What the Workspace objects derive from: a provision request, or a volume and its Environment. */
+export interface WorkspaceOf {
+  owner: Pick<ProvisionRequest['owner'], 'environmentId'>;
+  workspace: Pick<ProvisionRequest['workspace'], 'volumeId' | 'resourceGeneration' | 'dataGeneration'>;
+}
+
 /** The Workspace PVC a request names, as the storage lifecycle leaves it: Bound, annotated. */
-export function workspacePvcObject(request: ProvisionRequest, annotations: Record<string, string> = {}) {
+export function workspacePvcObject(request: WorkspaceOf, annotations: Record<string, string> = {}) {
   const name = pvcNameOf(request.workspace.volumeId);
   if (name === undefined) throw new Error(`volume ${request.workspace.volumeId} has no PVC name`);
   return {
@@ -104,6 +119,8 @@ export function workspacePvcObject(request: ProvisionRequest, annotations: Recor
         [ANNOTATIONS.environmentId]: request.owner.environmentId,
         [ANNOTATIONS.volumeResourceGeneration]: String(request.workspace.resourceGeneration),
         [ANNOTATIONS.volumeDataGeneration]: String(request.workspace.dataGeneration),
+        [STORAGE_ANNOTATIONS.providerId]: KUBERNETES_STORAGE_PROVIDER_ID,
+        [STORAGE_ANNOTATIONS.optionsRevision]: '1',
         ...annotations,
       },
     },
@@ -115,6 +132,36 @@ export function workspacePvcObject(request: ProvisionRequest, annotations: Recor
     },
     status: { phase: 'Bound' },
   };
+}
+
+/** The PersistentVolume bound to a stored Workspace PVC: `spec.claimRef` names its namespace, name and UID. */
+export function workspacePvObject(pvc: { metadata: { name: string; namespace?: string; uid?: string } }) {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: `pv-${pvc.metadata.name}` },
+    spec: {
+      capacity: { storage: '8Gi' },
+      accessModes: ['ReadWriteMany'],
+      persistentVolumeReclaimPolicy: 'Retain',
+      storageClassName: 'azurefile-csi',
+      csi: { driver: 'file.csi.azure.com', volumeHandle: `sandlot-${pvc.metadata.name}` },
+      claimRef: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        namespace: pvc.metadata.namespace ?? NAMESPACE,
+        name: pvc.metadata.name,
+        uid: pvc.metadata.uid,
+      },
+    },
+    status: { phase: 'Bound' },
+  };
+}
+
+/** Plants a request's Workspace PVC and the PV bound to it, as the storage lifecycle leaves them. */
+export function plantWorkspace(fake: FakeClusterLike, request: WorkspaceOf): void {
+  const pvc = fake.objects.put(workspacePvcObject(request)) as { metadata: { name: string; uid?: string } };
+  fake.objects.put(workspacePvObject(pvc));
 }
 
 export function kubeConfigOf(fake: FakeClusterLike, caPem?: string): KubeConfig {
@@ -192,12 +239,13 @@ export function withWorkspaces(fake: FakeClusterLike, provider: SandboxProvider)
     provision: (request, options) => {
       if (!planted.has(request.workspace.volumeId)) {
         planted.add(request.workspace.volumeId);
-        fake.objects.put(workspacePvcObject(request));
+        plantWorkspace(fake, request);
       }
       return provider.provision(request, options);
     },
     describe: (ref, options) => provider.describe(ref, options),
     listOwned: (query, options) => provider.listOwned(query, options),
+    renew: (request, options) => provider.renew(request, options),
     release: (request, options) => provider.release(request, options),
   };
 }

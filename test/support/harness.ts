@@ -1,8 +1,14 @@
 // Builds the real application over a real database, with an HS256 verifier and a helper to mint
 // tokens, so HTTP tests go through exactly the code `sandlot serve` runs.
 import { randomBytes } from 'node:crypto';
-import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from '../../actors/ports.ts';
+import type {
+  AgentHost,
+  NetworkPolicyVerifier,
+  ProjectsAuthority,
+  RunSelectionSource,
+} from '../../actors/ports.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
+import type { AgentHostConfiguration } from '../../config/agenthost.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../../actors/services.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import { mintDevToken } from '../../http/auth/mint.ts';
@@ -46,7 +52,12 @@ export interface Harness {
   token(
     tenant: string,
     subject: string,
-    options?: { operator?: boolean; ttlSeconds?: number; audience?: string },
+    options?: {
+      operator?: boolean;
+      ttlSeconds?: number;
+      audience?: string;
+      runBinding?: { projectId: string; runId: string };
+    },
   ): Promise<string>;
 }
 
@@ -70,6 +81,10 @@ export interface HarnessOptions {
   production?: { verifier: TokenVerifierOptions };
   /** Lease time to live from reservation (default: leases do not expire). */
   leaseTtlMs?: number;
+  /** The AgentHost port (default: the embedded stand-in, configured as soon as its sandbox started). */
+  agentHost?: AgentHost;
+  /** The immutable AgentHost configuration runtime profiles resolve from (default: none). */
+  agentHostProfiles?: AgentHostConfiguration;
   /** Start workers (in-process queue unless `redisUrl` is given). */
   workers?: WorkerSettings | false;
 }
@@ -102,6 +117,8 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     selections,
     networkPolicies,
     ...(options.leaseTtlMs === undefined ? {} : { leaseTtlMs: options.leaseTtlMs }),
+    ...(options.agentHost === undefined ? {} : { agentHost: options.agentHost }),
+    ...(options.agentHostProfiles === undefined ? {} : { agentHostProfiles: options.agentHostProfiles }),
   });
   const workers =
     options.workers === undefined || options.workers === false
@@ -158,6 +175,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
         subject,
         operator: opts.operator ?? false,
         ttlSeconds: opts.ttlSeconds ?? 600,
+        ...(opts.runBinding === undefined ? {} : { runBinding: opts.runBinding }),
       }),
   };
 }

@@ -205,7 +205,7 @@ export function mutableRows(rows: EnvironmentRows) {
   return { ...rows, attempts: rows.attempts.filter((a) => a.kind !== 'describe') };
 }
 
-export type CallCounts = Record<'provision' | 'describe' | 'listOwned' | 'release', number>;
+export type CallCounts = Record<'provision' | 'describe' | 'listOwned' | 'renew' | 'release', number>;
 
 /**
  * Wraps a provider: counts every call by operation, and runs `before` ahead of each call (to look at
@@ -215,7 +215,7 @@ export function countingProvider(
   inner: SandboxProvider,
   before?: (operation: keyof CallCounts, request: unknown) => Promise<void>,
 ): SandboxProvider & { calls: CallCounts } {
-  const calls: CallCounts = { provision: 0, describe: 0, listOwned: 0, release: 0 };
+  const calls: CallCounts = { provision: 0, describe: 0, listOwned: 0, renew: 0, release: 0 };
   const wrap =
     <K extends keyof CallCounts>(operation: K) =>
     async (request: Parameters<SandboxProvider[K]>[0], options: Parameters<SandboxProvider[K]>[1]) => {
@@ -234,6 +234,7 @@ export function countingProvider(
     provision: wrap('provision') as SandboxProvider['provision'],
     describe: wrap('describe') as SandboxProvider['describe'],
     listOwned: wrap('listOwned') as SandboxProvider['listOwned'],
+    renew: wrap('renew') as SandboxProvider['renew'],
     release: wrap('release') as SandboxProvider['release'],
   };
 }

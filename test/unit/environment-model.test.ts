@@ -114,9 +114,10 @@ const invariants: [string, (edge: Edge) => string | null][] = [
         }
         if (effect.attemptId in from.issued) return `attempt id ${effect.attemptId} reused`;
         const recorded = unresolved[effect.attemptId];
-        // A describe reads only: it blocks nothing, so the machine keeps no record of it open.
+        // A describe reads only, a renew moves only the provider's term: they block nothing, so
+        // the machine keeps no record of them open.
         const tracked =
-          effect.kind === 'describe'
+          effect.kind === 'describe' || effect.kind === 'renew'
             ? !(effect.attemptId in unresolved)
             : effect.kind === 'listOwned'
               ? lease.reconcileAttemptId === effect.attemptId
@@ -231,6 +232,23 @@ const invariants: [string, (edge: Edge) => string | null][] = [
         return 'expiry did not move the fencing generation by one';
       }
       return (to.last?.actions ?? []).some(isEffect) ? 'expiry called a provider' : null;
+    },
+  ],
+  [
+    '(m) only a confirmed renewal moves the expiry, only later, and never revives an expired lease',
+    ({ from, event, to }) => {
+      const before = from.snapshot.context.sandbox.lease;
+      const after = to.snapshot.context.sandbox.lease;
+      if (before === null || after === null || before.operationId !== after.operationId) return null;
+      if (before.expiresAt === after.expiresAt) return null;
+      if (event.type !== 'sandbox.renewed' || event.outcome !== 'Succeeded') {
+        return `the expiry moved on ${event.type}`;
+      }
+      if (before.expired || after.expired) return 'an expired lease was renewed';
+      if (before.expiresAt === null || after.expiresAt === null || after.expiresAt <= before.expiresAt) {
+        return 'a renewal did not move the expiry later';
+      }
+      return sandboxOf(from) === 'Active' ? null : `a renewal was confirmed in ${sandboxOf(from)}`;
     },
   ],
   [

@@ -80,6 +80,16 @@ const cases: readonly [string, () => Error, Expected][] = [
     { status: 403, code: 'forbidden', detail: 'missing permission WriteProjects' },
   ],
   [
+    'RunBindingError',
+    () => new actorErrors.RunBindingError('the token is bound to another project or run'),
+    { status: 403, code: 'run-binding-required', detail: 'the token is bound to another project or run' },
+  ],
+  [
+    'PlacementRefusedError',
+    () => new actorErrors.PlacementRefusedError('lease-expired', 'the current lease expired'),
+    { status: 409, code: 'lease-expired', detail: 'the current lease expired' },
+  ],
+  [
     'RunSelectionMissingError',
     () => new actorErrors.RunSelectionMissingError('run-1'),
     { status: 409, code: 'run-selection-missing', detail: 'run run-1 has no provider selection' },

@@ -17,6 +17,7 @@ import {
 } from './errors.ts';
 import { validateCoreBasics, validateMeta } from './meta-validation.ts';
 import { applyPatch } from './patch.ts';
+import { defaultService } from './service-defaults.ts';
 import { RUNTIME_CLASS, apiVersionOf, isCustomResource, type ResourceType } from './resources.ts';
 import { fieldMatcher, labelMatcher } from './selectors.ts';
 import type { ObjectStore } from './store.ts';
@@ -117,6 +118,7 @@ export class KubeApi {
       if (initial) object.status = clone(initial);
       else delete object.status;
     }
+    if (resource.kind === 'Service') defaultService(object);
     this.validate(resource, object);
     this.admit(resource, object);
     if (this.store.read(resource, meta.namespace, meta.name)) throw alreadyExists(resource, meta.name);

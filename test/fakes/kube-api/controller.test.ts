@@ -121,6 +121,24 @@ describe.skipIf(skipWithoutCrds)('sandboxes and pods', () => {
     expect(sandbox?.status?.['serviceFQDN']).toBe(`needs-pvc.${ns}.svc.cluster.local`);
     const service = await k.core.readNamespacedService({ name: 'needs-pvc', namespace: ns });
     expect(service.spec?.clusterIP).toBe('None');
+    // The API server's Service defaults: headless is still of type ClusterIP, private to the cluster.
+    expect(service.spec?.type).toBe('ClusterIP');
+    expect(service.spec?.clusterIPs).toEqual(['None']);
+    expect(service.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Sandbox', controller: true });
+  });
+
+  it('gives a Service created without a clusterIP the defaults and a virtual IP', async () => {
+    const service = await k.core.createNamespacedService({
+      namespace: ns,
+      body: { metadata: { name: 'plain' }, spec: { selector: { app: 'x' }, ports: [{ port: 8443 }] } },
+    });
+    expect(service.spec).toMatchObject({
+      type: 'ClusterIP',
+      sessionAffinity: 'None',
+      ports: [{ port: 8443, protocol: 'TCP', targetPort: 8443 }],
+    });
+    expect(service.spec?.clusterIP).toMatch(/^10\.96\.0\.\d+$/);
+    expect(service.spec?.clusterIPs).toEqual([service.spec?.clusterIP]);
   });
 
   it('marks the Sandbox Finished when its pod succeeds or fails', async () => {

@@ -1,6 +1,7 @@
 // ObjectMeta rules every kind shares (names, labels, annotations, owner references) and the few
 // core-object basics the fake checks. CRD bodies are checked by crd-schemas.ts on top of this.
 import { cause, type StatusCause } from './errors.ts';
+import { validatePersistentVolume } from './persistent-volumes.ts';
 import type { ResourceType } from './resources.ts';
 import { isObject, type JsonObject } from './types.ts';
 
@@ -158,6 +159,7 @@ export function validateCoreBasics(resource: ResourceType, object: JsonObject): 
         : [cause(`spec.containers[${i}].name`, 'FieldValueRequired', 'Required value')],
     );
   }
+  if (resource.kind === 'PersistentVolume') return validatePersistentVolume(object);
   if (resource.kind === 'RuntimeClass' && typeof object['handler'] !== 'string') {
     return [cause('handler', 'FieldValueRequired', 'Required value')];
   }

@@ -60,6 +60,8 @@ export const RESOURCES: readonly ResourceType[] = [
   core('pods', 'pod', 'Pod', true),
   core('services', 'service', 'Service', true),
   core('persistentvolumeclaims', 'persistentvolumeclaim', 'PersistentVolumeClaim', true),
+  // Cluster-scoped, as in Kubernetes: a PV is bound to its claim by spec.claimRef (namespace/name/uid).
+  { ...core('persistentvolumes', 'persistentvolume', 'PersistentVolume', true), namespaced: false },
   {
     group: 'node.k8s.io',
     version: 'v1',

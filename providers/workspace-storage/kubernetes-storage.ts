@@ -1,0 +1,125 @@
+// Workspace storage on Kubernetes: the volume's PVC (in the sandbox namespace, named as the Agent
+// Sandbox adapter names it, pvcNameOf) and the PersistentVolume its spec.volumeName names, read back
+// through client-node and reported as facts, never judged here (actors/workspace-storage.ts does).
+// It implements the WorkspaceStorage port (actors/ports.ts) and passes the same contract suite
+// (test/contract/workspace-storage-cases.ts) as the embedded implementation.
+//
+// The PVC carries, beside the owner-generation annotations the adapter checks (names.ts), the
+// storage selection it was made under:
+//
+//   sandlot.dev/storage-provider:          <providerId>
+//   sandlot.dev/storage-options-revision:  <optionsRevision>
+//
+// Any failed read throws a ProviderError (a timeout, a 5xx, a 403): an outage is never a verdict.
+// Only an exact 404 reads as absence.
+import type {
+  KubeConfig,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+} from '../agent-sandbox/client-node.ts';
+import { ProviderError, uncertain } from '../errors.ts';
+import type { CallOptions } from '../provider.ts';
+import { clusterPinOf } from '../agent-sandbox/cluster-pin.ts';
+import { KubeClient } from '../agent-sandbox/kube-client.ts';
+import { ANNOTATIONS, pvcNameOf } from '../agent-sandbox/names.ts';
+import type { StorageEvidence, StorageSelection, WorkspaceStorage } from '../../actors/ports.ts';
+
+export const STORAGE_ANNOTATIONS = {
+  providerId: 'sandlot.dev/storage-provider',
+  optionsRevision: 'sandlot.dev/storage-options-revision',
+} as const;
+
+export const KUBERNETES_STORAGE_PROVIDER_ID = 'kubernetes-pvc';
+
+export interface KubernetesWorkspaceStorageDeps {
+  /** The namespace the Workspace PVCs live in: the adapter's sandbox namespace. */
+  namespace: string;
+  /** Must select an https:// cluster with a CA to pin (checked at construction, as the adapter does). */
+  kubeConfig: KubeConfig;
+  /** The storage configured now (default `kubernetes-pvc`, options revision `1`). */
+  selection?: StorageSelection;
+  /** Budget of one inspection, both reads together (default 5 s). */
+  timeoutMs?: number;
+}
+
+export class KubernetesWorkspaceStorage implements WorkspaceStorage {
+  readonly selection: StorageSelection;
+  private readonly kube: KubeClient;
+  private readonly namespace: string;
+  private readonly timeoutMs: number;
+
+  constructor(deps: KubernetesWorkspaceStorageDeps) {
+    // Throws ClusterTrustError for http://, insecure-skip-tls-verify or no CA: refused at start-up.
+    clusterPinOf(deps.kubeConfig);
+    this.kube = new KubeClient(deps.kubeConfig);
+    this.namespace = deps.namespace;
+    this.selection = deps.selection ?? { providerId: KUBERNETES_STORAGE_PROVIDER_ID, optionsRevision: '1' };
+    this.timeoutMs = deps.timeoutMs ?? 5_000;
+  }
+
+  async inspect(volume: { volumeId: string }, signal: AbortSignal): Promise<StorageEvidence> {
+    const name = pvcNameOf(volume.volumeId);
+    // A volume ID that names no valid PVC cannot have one: absence, not an outage.
+    if (name === undefined) return { selection: null, pvc: null, pv: null };
+    const call: CallOptions = { signal, deadline: new Date(Date.now() + this.timeoutMs) };
+    try {
+      const pvc = await this.kube.getPvc(this.namespace, name, call);
+      if (pvc === null) return { selection: null, pvc: null, pv: null };
+      const volumeName = pvc.spec?.volumeName || null;
+      const pv = volumeName === null ? null : await this.kube.getPv(volumeName, call);
+      return evidenceOf(this.namespace, name, pvc, pv);
+    } catch (error) {
+      if (error instanceof ProviderError) throw error;
+      throw uncertain('adapter-error', 'Reading the Workspace PVC or its PersistentVolume failed', error);
+    }
+  }
+}
+
+/** The facts of one PVC and its PV, as read (pure). A PVC without a UID is not a readable answer. */
+export function evidenceOf(
+  namespace: string,
+  name: string,
+  pvc: V1PersistentVolumeClaim,
+  pv: V1PersistentVolume | null,
+): StorageEvidence {
+  const uid = pvc.metadata?.uid;
+  if (!uid)
+    throw uncertain('adapter-error', `PersistentVolumeClaim ${namespace}/${name} came back without a UID`);
+  const annotations = pvc.metadata?.annotations ?? {};
+  const providerId = annotations[STORAGE_ANNOTATIONS.providerId];
+  const optionsRevision = annotations[STORAGE_ANNOTATIONS.optionsRevision];
+  if (pv !== null && !pv.metadata?.uid) {
+    throw uncertain('adapter-error', `PersistentVolume ${pv.metadata?.name ?? ''} came back without a UID`);
+  }
+  const claimRef = pv?.spec?.claimRef;
+  return {
+    selection:
+      providerId === undefined || optionsRevision === undefined ? null : { providerId, optionsRevision },
+    pvc: {
+      namespace: pvc.metadata?.namespace ?? namespace,
+      name: pvc.metadata?.name ?? name,
+      uid,
+      environmentId: annotations[ANNOTATIONS.environmentId] ?? null,
+      resourceGeneration: annotations[ANNOTATIONS.volumeResourceGeneration] ?? null,
+      dataGeneration: annotations[ANNOTATIONS.volumeDataGeneration] ?? null,
+      phase: pvc.status?.phase ?? null,
+      volumeName: pvc.spec?.volumeName || null,
+      deleting: pvc.metadata?.deletionTimestamp != null,
+    },
+    pv:
+      pv === null
+        ? null
+        : {
+            name: pv.metadata?.name ?? '',
+            uid: pv.metadata?.uid ?? '',
+            claimRef:
+              claimRef === undefined
+                ? null
+                : {
+                    namespace: claimRef.namespace ?? null,
+                    name: claimRef.name ?? null,
+                    uid: claimRef.uid ?? null,
+                  },
+          },
+  };
+}

@@ -1,0 +1,159 @@
+// The WorkspaceStorage contract: one suite, run against every implementation (the embedded table,
+// and PVC + PV readback on the fake Kubernetes API). Each case changes what storage holds the way
+// that storage would change, reads it back through the port and judges it with the one pure check
+// admission uses (actors/workspace-storage.ts), so both implementations mean the same by each fact.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StorageSelection, WorkspaceStorage, WorkspaceVolumeRef } from '../../actors/ports.ts';
+import { checkStorageEvidence, type StorageCheckCode } from '../../actors/workspace-storage.ts';
+import type { StorageBinding } from '../../store/workspace-bindings.ts';
+
+export interface WorkspaceStorageSubject {
+  storage: WorkspaceStorage;
+  /** A new volume and its storage, as the Workspace storage lifecycle leaves them: Bound, annotated. */
+  newVolume(): Promise<WorkspaceVolumeRef>;
+  /** A volume whose storage holds nothing (no PVC). */
+  volumeWithoutStorage(): Promise<WorkspaceVolumeRef>;
+  /** Deletes the PVC and creates it again under the same name: a new UID, the PV still names the old. */
+  replacePvc(volume: WorkspaceVolumeRef): Promise<void>;
+  /** Rewrites the PVC's owner-generation annotations (strings, as Kubernetes annotations are). */
+  annotate(
+    volume: WorkspaceVolumeRef,
+    values: { environmentId?: string; resourceGeneration?: string; dataGeneration?: string },
+  ): Promise<void>;
+  /** Points the bound PV's claimRef at another claim. */
+  claimPvBy(volume: WorkspaceVolumeRef, claim: { name?: string; uid?: string }): Promise<void>;
+  /** The PVC goes back to Pending with no volumeName. */
+  unbind(volume: WorkspaceVolumeRef): Promise<void>;
+  /** The PVC now names another storage selection. */
+  select(volume: WorkspaceVolumeRef, selection: StorageSelection): Promise<void>;
+  /** The same storage with its backend down: its next read fails. */
+  unavailable(): Promise<WorkspaceStorage>;
+  close(): Promise<void>;
+}
+
+const signal = () => AbortSignal.timeout(10_000);
+
+export function defineWorkspaceStorageContract(
+  name: string,
+  setup: () => Promise<WorkspaceStorageSubject>,
+  options: { skip?: boolean } = {},
+): void {
+  describe.skipIf(options.skip === true)(`workspace storage contract: ${name}`, () => {
+    let subject: WorkspaceStorageSubject | undefined;
+    const s = (): WorkspaceStorageSubject => {
+      if (subject === undefined) throw new Error(`subject ${name} was not set up`);
+      return subject;
+    };
+    beforeAll(async () => {
+      subject = await setup();
+    });
+    afterAll(async () => {
+      await subject?.close();
+    });
+
+    /** The binding a first verified admission would pin, from the storage as it stands. */
+    async function pinned(volume: WorkspaceVolumeRef): Promise<StorageBinding> {
+      const evidence = await s().storage.inspect(volume, signal());
+      if (evidence.pvc === null || evidence.selection === null) throw new Error('nothing to pin');
+      return {
+        selection: evidence.selection,
+        pvcNamespace: evidence.pvc.namespace,
+        pvcName: evidence.pvc.name,
+        pvcUid: evidence.pvc.uid,
+      };
+    }
+
+    async function codes(
+      volume: WorkspaceVolumeRef,
+      binding: StorageBinding | null = null,
+    ): Promise<StorageCheckCode[]> {
+      const evidence = await s().storage.inspect(volume, signal());
+      const expected = { volume, selection: s().storage.selection, binding };
+      return checkStorageEvidence(expected, evidence).map((f) => f.code);
+    }
+
+    it('storage as the lifecycle left it passes, before and after its binding is pinned', async () => {
+      const volume = await s().newVolume();
+      expect(await codes(volume)).toEqual([]);
+      const binding = await pinned(volume);
+      expect(binding.selection).toEqual(s().storage.selection);
+      expect(await codes(volume, binding)).toEqual([]);
+      const evidence = await s().storage.inspect(volume, signal());
+      expect(evidence.pvc).toMatchObject({
+        environmentId: volume.environmentId,
+        resourceGeneration: String(volume.resourceGeneration),
+        dataGeneration: String(volume.dataGeneration),
+        phase: 'Bound',
+        deleting: false,
+      });
+      expect(evidence.pv?.claimRef).toEqual({
+        namespace: evidence.pvc?.namespace,
+        name: evidence.pvc?.name,
+        uid: evidence.pvc?.uid,
+      });
+    });
+
+    it('a PVC replaced under the same name (new UID) is refused once a binding is pinned', async () => {
+      const volume = await s().newVolume();
+      const binding = await pinned(volume);
+      await s().replacePvc(volume);
+      const found = await codes(volume, binding);
+      expect(found[0]).toBe('workspace-pvc-replaced');
+      // The PV still names the claim it was bound to, not the new one.
+      expect(found).toContain('workspace-pv-claim-mismatch');
+    });
+
+    it('annotations at another generation or for another Environment are refused', async () => {
+      for (const values of [
+        { dataGeneration: '2' },
+        { resourceGeneration: '7' },
+        { environmentId: 'env_someone_else' },
+      ]) {
+        const volume = await s().newVolume();
+        await s().annotate(volume, values);
+        expect(await codes(volume), JSON.stringify(values)).toEqual(['workspace-storage-mismatch']);
+      }
+      // And matching storage refuses a request for another generation than it holds.
+      const volume = await s().newVolume();
+      expect(await codes({ ...volume, dataGeneration: volume.dataGeneration + 1 })).toEqual([
+        'workspace-storage-mismatch',
+      ]);
+    });
+
+    it('a PV whose claimRef names another claim or another UID is refused', async () => {
+      for (const claim of [{ uid: 'b1f5e0c2-0000-4000-8000-000000000000' }, { name: 'vol-other' }]) {
+        const volume = await s().newVolume();
+        await s().claimPvBy(volume, claim);
+        expect(await codes(volume), JSON.stringify(claim)).toEqual(['workspace-pv-claim-mismatch']);
+      }
+    });
+
+    it('an unbound PVC is refused, and so is no PVC at all', async () => {
+      const volume = await s().newVolume();
+      await s().unbind(volume);
+      expect(await codes(volume)).toEqual(['workspace-pvc-unbound']);
+      const missing = await s().volumeWithoutStorage();
+      const evidence = await s().storage.inspect(missing, signal());
+      expect(evidence).toEqual({ selection: null, pvc: null, pv: null });
+      expect(await codes(missing)).toContain('workspace-pvc-missing');
+    });
+
+    it('a PVC made under another storage selection is refused', async () => {
+      const volume = await s().newVolume();
+      const binding = await pinned(volume);
+      await s().select(volume, { ...s().storage.selection, optionsRevision: 'other' });
+      expect(await codes(volume)).toEqual(['workspace-selection-changed']);
+      expect(await codes(volume, binding)).toEqual(['workspace-selection-changed']);
+    });
+
+    it('an outage throws: it is never evidence either way', async () => {
+      const volume = await s().newVolume();
+      const down = await s().unavailable();
+      await expect(down.inspect(volume, signal())).rejects.toThrow();
+      // A cancelled read throws too.
+      const cancelled = new AbortController();
+      cancelled.abort(new Error('caller gave up'));
+      await expect(s().storage.inspect(volume, cancelled.signal)).rejects.toThrow();
+    });
+  });
+}

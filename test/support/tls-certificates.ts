@@ -1,0 +1,71 @@
+// Throwaway certificate authorities made at test start: a CA issues server certificates for the DNS
+// names a test asks for, so a client verifying a hostname (not an IP) is checked for real, and a
+// second, unrelated CA gives certificates a client pinned to the first must refuse.
+import { webcrypto } from 'node:crypto';
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+
+x509.cryptoProvider.set(webcrypto);
+
+const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
+const HOUR = 3600_000;
+
+export interface ServerCertificate {
+  certPem: string;
+  keyPem: string;
+}
+
+export interface TestCertificateAuthority {
+  caPem: string;
+  /** A serverAuth leaf for exactly these DNS names (no IP address: clients must check names). */
+  issue(dnsNames: readonly string[]): Promise<ServerCertificate>;
+}
+
+function keyPair(): Promise<webcrypto.CryptoKeyPair> {
+  return webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
+}
+
+async function privateKeyPem(key: webcrypto.CryptoKey): Promise<string> {
+  return x509.PemConverter.encode(await webcrypto.subtle.exportKey('pkcs8', key), 'PRIVATE KEY');
+}
+
+export async function createTestCertificateAuthority(commonName: string): Promise<TestCertificateAuthority> {
+  const notBefore = new Date(Date.now() - 60_000);
+  const notAfter = new Date(Date.now() + 24 * HOUR);
+  const caKeys = await keyPair();
+  const ca = await x509.X509CertificateGenerator.createSelfSigned({
+    name: `CN=${commonName}`,
+    keys: caKeys,
+    notBefore,
+    notAfter,
+    signingAlgorithm: ALGORITHM,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(caKeys.publicKey),
+    ],
+  });
+
+  async function issue(dnsNames: readonly string[]): Promise<ServerCertificate> {
+    const keys = await keyPair();
+    const leaf = await x509.X509CertificateGenerator.create({
+      subject: `CN=${dnsNames[0] ?? 'server'}`,
+      issuer: ca.subject,
+      publicKey: keys.publicKey,
+      signingKey: caKeys.privateKey,
+      notBefore,
+      notAfter,
+      signingAlgorithm: ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+        new x509.SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns', value }))),
+        await x509.AuthorityKeyIdentifierExtension.create(caKeys.publicKey),
+      ],
+    });
+    return { certPem: leaf.toString('pem'), keyPem: await privateKeyPem(keys.privateKey) };
+  }
+
+  return { caPem: ca.toString('pem'), issue };
+}

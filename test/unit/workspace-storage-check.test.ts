@@ -1,0 +1,152 @@
+// The pure Workspace storage check, table-driven, and the problems its refusals become. The contract
+// suite (test/contract/workspace-storage-cases.ts) drives the same check through real storage.
+import { describe, expect, it } from 'vitest';
+import type { StorageEvidence } from '../../actors/ports.ts';
+import {
+  checkStorageEvidence,
+  WorkspaceStorageRefusedError,
+  WorkspaceStorageUnavailableError,
+  type StorageExpectation,
+} from '../../actors/workspace-storage.ts';
+import { problemBody } from '../../http/problems.ts';
+import { ERROR_CODE_PATTERN } from '../../lib/errors.ts';
+
+const selection = { providerId: 'kubernetes-pvc', optionsRevision: '1' };
+const volume = {
+  tenantId: 'acme',
+  projectId: 'checkout',
+  environmentId: 'env_a',
+  volumeId: 'vol_a',
+  resourceGeneration: 1,
+  dataGeneration: 3,
+};
+const binding = { selection, pvcNamespace: 'ns', pvcName: 'vol-a', pvcUid: 'pvc-1' };
+const expected: StorageExpectation = { volume, selection, binding };
+const good: StorageEvidence = {
+  selection,
+  pvc: {
+    namespace: 'ns',
+    name: 'vol-a',
+    uid: 'pvc-1',
+    environmentId: 'env_a',
+    resourceGeneration: '1',
+    dataGeneration: '3',
+    phase: 'Bound',
+    volumeName: 'pv-a',
+    deleting: false,
+  },
+  pv: { name: 'pv-a', uid: 'pv-1', claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-1' } },
+};
+const pvc = good.pvc!;
+
+const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
+  ['1. exactly the pinned storage passes', expected, good, []],
+  ['2. before any pin, matching storage passes', { ...expected, binding: null }, good, []],
+  [
+    '3. storage configured anew refuses a volume pinned to the old selection',
+    { ...expected, selection: { ...selection, optionsRevision: '2' } },
+    good,
+    ['workspace-selection-changed'],
+  ],
+  [
+    '4. a PVC made under no selection is refused',
+    expected,
+    { ...good, selection: null },
+    ['workspace-selection-changed'],
+  ],
+  [
+    '5. no PVC',
+    expected,
+    { selection: null, pvc: null, pv: null },
+    ['workspace-selection-changed', 'workspace-pvc-missing'],
+  ],
+  [
+    '6. a new UID under the pinned name',
+    expected,
+    { ...good, pvc: { ...pvc, uid: 'pvc-2' } },
+    ['workspace-pvc-replaced', 'workspace-pv-claim-mismatch'],
+  ],
+  [
+    '7. a PVC in another namespace than pinned',
+    expected,
+    { ...good, pvc: { ...pvc, namespace: 'other' } },
+    ['workspace-storage-mismatch', 'workspace-pv-claim-mismatch'],
+  ],
+  [
+    '8. annotations of another data generation',
+    expected,
+    { ...good, pvc: { ...pvc, dataGeneration: '2' } },
+    ['workspace-storage-mismatch'],
+  ],
+  [
+    '9. no owner annotation',
+    expected,
+    { ...good, pvc: { ...pvc, environmentId: null } },
+    ['workspace-storage-mismatch'],
+  ],
+  ['10. being deleted', expected, { ...good, pvc: { ...pvc, deleting: true } }, ['workspace-pvc-deleting']],
+  [
+    '11. Pending',
+    expected,
+    { ...good, pvc: { ...pvc, phase: 'Pending', volumeName: null } },
+    ['workspace-pvc-unbound'],
+  ],
+  ['12. the bound PV is gone', expected, { ...good, pv: null }, ['workspace-pvc-unbound']],
+  [
+    '13. the PV has no claimRef',
+    expected,
+    { ...good, pv: { name: 'pv-a', uid: 'pv-1', claimRef: null } },
+    ['workspace-pv-claim-mismatch'],
+  ],
+  [
+    '14. the PV claimed by another claim name',
+    expected,
+    {
+      ...good,
+      pv: { name: 'pv-a', uid: 'pv-1', claimRef: { namespace: 'ns', name: 'vol-b', uid: 'pvc-1' } },
+    },
+    ['workspace-pv-claim-mismatch'],
+  ],
+];
+
+describe('checkStorageEvidence', () => {
+  it.each(cases)('%s', (_name, expectation, evidence, codes) => {
+    expect(checkStorageEvidence(expectation, evidence).map((f) => f.code)).toEqual(codes);
+  });
+});
+
+describe('storage refusals as problems', () => {
+  it('a refusal is a 409 typed by its first failing check, listing every check', () => {
+    const failures = checkStorageEvidence(expected, { ...good, pvc: { ...pvc, uid: 'pvc-2' } });
+    const error = new WorkspaceStorageRefusedError('vol_a', failures);
+    expect(error.name).toBe('WorkspaceStorageRefusedError');
+    expect(error.code).toMatch(ERROR_CODE_PATTERN);
+    expect(problemBody(error)).toMatchObject({
+      type: 'urn:sandlot:problem:workspace-pvc-replaced',
+      status: 409,
+      volumeId: 'vol_a',
+      checks: [
+        {
+          code: 'workspace-pvc-replaced',
+          message: 'PersistentVolumeClaim ns/vol-a has UID pvc-2, not the pinned pvc-1',
+        },
+        {
+          code: 'workspace-pv-claim-mismatch',
+          message: expect.stringContaining('PersistentVolume pv-a') as string,
+        },
+      ],
+    });
+  });
+
+  it('an outage is a 503 that names the failing code, never the message', () => {
+    const error = new WorkspaceStorageUnavailableError(
+      'vol_a',
+      Object.assign(new Error('secret-ish'), { code: 'timeout' }),
+    );
+    const body = problemBody(error);
+    expect(body).toMatchObject({ type: 'urn:sandlot:problem:workspace-storage-unavailable', status: 503 });
+    expect(body.detail).toBe(
+      'the storage of workspace volume vol_a cannot be checked now: it did not answer (timeout)',
+    );
+  });
+});
