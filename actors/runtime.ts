@@ -23,9 +23,14 @@ import {
 import { KeyedQueue } from './keyed-queue.ts';
 import { restoreSnapshot } from './restore.ts';
 
+/** Where an event came from: an API request, an attempt runner, the reconciler, the observer… */
+export type EventSource = 'http' | 'worker' | 'reconciler' | 'observer' | 'provider' | 'system';
+
 export interface CommitContext {
   /** Who caused the change (token subject, or `worker:<id>`); recorded in the journal. */
   actor: string;
+  /** Where the event came from (default `system`); told to commit listeners. */
+  source?: EventSource;
   /**
    * Runs inside the transaction after the new state is computed and before commit: authority and
    * selection rechecks. Throwing rolls everything back. Use only `tx` for database reads.
@@ -46,7 +51,14 @@ export type Prepare<TEvent, T> = (
 ) => Promise<{ event: TEvent | null; value: T }>;
 
 export type SendOutcome =
-  | { accepted: true; row: EnvironmentRow; snapshot: AnyMachineSnapshot; effects: OutboxRow[] }
+  | {
+      accepted: true;
+      row: EnvironmentRow;
+      snapshot: AnyMachineSnapshot;
+      effects: OutboxRow[];
+      /** The state value before the transition. */
+      fromState: unknown;
+    }
   /** The machine ignored the event in its current state; nothing was written. */
   | { accepted: false; row: EnvironmentRow; snapshot: AnyMachineSnapshot };
 
@@ -69,6 +81,33 @@ export interface ActorRuntimeOptions<TEvent extends { type: string }> {
   onEffects?: (rows: OutboxRow[]) => void;
 }
 
+/**
+ * What a commit listener hears about one event, after its transaction ended: `committed` (a new
+ * revision, with its snapshot), `ignored` (the machine did not take it; nothing written) or
+ * `rejected` (it threw: a stale fence, a revision conflict, a quarantined snapshot, a failed check).
+ */
+export type CommitNotice = {
+  environmentId: string;
+  event: { type: string };
+  source: EventSource;
+  actor: string;
+  /** Wall time of the whole transaction, lock wait included. */
+  durationMs: number;
+} & (
+  | {
+      outcome: 'committed';
+      revision: number;
+      fromState: unknown;
+      toState: unknown;
+      /** The persisted snapshot of the new revision. */
+      snapshot: unknown;
+    }
+  | { outcome: 'ignored'; revision: number }
+  | { outcome: 'rejected'; error: string }
+);
+
+export type CommitListener = (notice: CommitNotice) => void;
+
 export interface StepOutcome<T> {
   value: T;
   /** The event's outcome; null when `prepare` sent no event. */
@@ -80,6 +119,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
   readonly #definition: ActorDefinition<TEvent>;
   #onEffects: (rows: OutboxRow[]) => void;
   readonly #queue = new KeyedQueue();
+  readonly #listeners = new Set<CommitListener>();
 
   constructor(options: ActorRuntimeOptions<TEvent>) {
     this.#db = options.db;
@@ -92,9 +132,29 @@ export class ActorRuntime<TEvent extends { type: string }> {
     this.#onEffects = sink;
   }
 
+  /**
+   * Hears every event this runtime handled, after its transaction ended (inspection, metrics).
+   * Listeners run synchronously and must be cheap; one that throws is ignored. Returns the removal.
+   */
+  onCommitted(listener: CommitListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #notify(notice: CommitNotice): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(notice);
+      } catch {
+        // A listener's failure is its own: the commit already happened.
+      }
+    }
+  }
+
   /** Creates the actor at revision 1, or returns the existing row (idempotent on the ID). */
   create(identity: Identity, input: unknown, context: CommitContext): Promise<CreateOutcome> {
     return this.#queue.run(identity.environmentId, async () => {
+      const started = performance.now();
       const outcome = await this.#db.transaction(async (tx) => {
         await lockEnvironment(tx, identity.environmentId);
         const existing = await readEnvironment(tx, identity.environmentId);
@@ -126,6 +186,20 @@ export class ActorRuntime<TEvent extends { type: string }> {
         return { created: true, row, effects };
       });
       if (outcome.effects.length > 0) this.#onEffects(outcome.effects);
+      if (outcome.created) {
+        this.#notify({
+          environmentId: outcome.row.environmentId,
+          event: { type: 'xstate.init' },
+          source: context.source ?? 'system',
+          actor: context.actor,
+          durationMs: performance.now() - started,
+          outcome: 'committed',
+          revision: outcome.row.revision,
+          fromState: null,
+          toState: (outcome.row.snapshot as { value?: unknown } | null)?.value ?? null,
+          snapshot: outcome.row.snapshot,
+        });
+      }
       return outcome;
     });
   }
@@ -152,20 +226,61 @@ export class ActorRuntime<TEvent extends { type: string }> {
     context: CommitContext,
   ): Promise<StepOutcome<T>> {
     return this.#queue.run(environmentId, async () => {
-      const result = await this.#db.transaction(async (tx) => {
-        await lockEnvironment(tx, environmentId);
-        const row = await readEnvironment(tx, environmentId);
-        if (row === null) throw new EnvironmentNotFoundError(environmentId);
-        const { event, value } = await prepare(tx, row);
-        if (event === null) return { value, sent: null };
-        return { value, sent: await this.#transition(tx, row, event, context) };
-      });
+      const started = performance.now();
+      let handled: TEvent | null = null;
+      const notice = { environmentId, source: context.source ?? 'system', actor: context.actor } as const;
+      let result: { value: T; sent: SendOutcome | { quarantined: string } | null };
+      try {
+        result = await this.#db.transaction(async (tx) => {
+          await lockEnvironment(tx, environmentId);
+          const row = await readEnvironment(tx, environmentId);
+          if (row === null) throw new EnvironmentNotFoundError(environmentId);
+          const { event, value } = await prepare(tx, row);
+          handled = event;
+          if (event === null) return { value, sent: null };
+          return { value, sent: await this.#transition(tx, row, event, context) };
+        });
+      } catch (error) {
+        const event: TEvent | null = handled;
+        if (event !== null) {
+          const message = error instanceof Error ? error.message : String(error);
+          this.#notify({
+            ...notice,
+            event,
+            durationMs: performance.now() - started,
+            outcome: 'rejected',
+            error: message,
+          });
+        }
+        throw error;
+      }
+      const event: TEvent | null = handled;
+      const durationMs = performance.now() - started;
       // Committed on purpose (the quarantine mark and what `prepare` wrote must survive): now raise.
       if (result.sent !== null && 'quarantined' in result.sent) {
+        if (event !== null) {
+          this.#notify({ ...notice, event, durationMs, outcome: 'rejected', error: 'snapshot quarantined' });
+        }
         throw new SnapshotQuarantinedError(environmentId, result.sent.quarantined);
       }
       const sent = result.sent;
       if (sent?.accepted === true && sent.effects.length > 0) this.#onEffects(sent.effects);
+      if (event !== null && sent !== null) {
+        this.#notify(
+          sent.accepted
+            ? {
+                ...notice,
+                event,
+                durationMs,
+                outcome: 'committed',
+                revision: sent.row.revision,
+                fromState: sent.fromState,
+                toState: sent.snapshot.value,
+                snapshot: sent.row.snapshot,
+              }
+            : { ...notice, event, durationMs, outcome: 'ignored', revision: sent.row.revision },
+        );
+      }
       return { value: result.value, sent };
     });
   }
@@ -212,7 +327,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
     });
     const effects = await this.#writeEffects(tx, updated, actions, event);
     await context.beforeCommit?.(tx, updated);
-    return { accepted: true, row: updated, snapshot: next, effects };
+    return { accepted: true, row: updated, snapshot: next, effects, fromState: restored.snapshot.value };
   }
 
   /**
