@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.sandlot/', 'coverage/', 'cli/sandlot.mjs'] },
+  { ignores: ['node_modules/', 'dist/', '.sandlot/', 'coverage/', 'cli/sandlot.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -124,7 +124,7 @@ async function onAttempt<T>(
       const attempt = await readAttempt(tx, attemptId);
       return attempt === null ? { event: null, value: missing } : body(tx, attempt, row);
     },
-    { actor: deps.actor },
+    { actor: deps.actor, source: 'worker' },
   );
   return value;
 }

@@ -59,6 +59,7 @@ export class Guard {
   commit(runId: string): CommitContext {
     return {
       actor: this.caller.subject,
+      source: 'http',
       beforeCommit: async (tx, row) => {
         await this.check(tx);
         const selection = await this.selection(runId, tx);

@@ -1,6 +1,6 @@
 // The Environment's journal as callers may read it: each transition with the event's fences and
 // identifiers, never the provider options, run selection or receipts some events carry.
-import { readJournal } from '../store/journal.ts';
+import { readJournal, type JournalSource } from '../store/journal.ts';
 import { Guard, type AuthorityDeps } from './guard.ts';
 import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
 import type { Caller } from './ports.ts';
@@ -11,6 +11,8 @@ export interface JournalView {
   from: unknown;
   to: unknown;
   actor: string;
+  /** Where the event came from; null on rows journaled before sources were recorded. */
+  source: JournalSource | null;
   recordedAt: string;
 }
 
@@ -29,7 +31,8 @@ const visibleFields = [
   'finished',
 ] as const;
 
-function visible(event: unknown): Record<string, unknown> {
+/** The event as callers may see it (also what `sandlot history` and the inspector show). */
+export function visibleEvent(event: unknown): Record<string, unknown> {
   const source = (event ?? {}) as Record<string, unknown>;
   const shown: Record<string, unknown> = {};
   for (const field of visibleFields) if (source[field] !== undefined) shown[field] = source[field];
@@ -49,10 +52,11 @@ export class JournalService {
     });
     return entries.map((e) => ({
       revision: e.revision,
-      event: visible(e.event),
+      event: visibleEvent(e.event),
       from: e.fromState,
       to: e.toState,
       actor: e.actor,
+      source: e.source,
       recordedAt: new Date(e.recordedAt).toISOString(),
     }));
   }

@@ -129,6 +129,7 @@ export async function recordReport(
     },
     {
       actor: `provider:${report.providerId}`,
+      source: 'provider',
       // Runs only when the machine accepted the event: the record names the revision it made.
       beforeCommit: (tx, row) => markReportEventCommitted(tx, report, row.revision),
     },

@@ -180,6 +180,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
           fromState: null,
           toState: snapshot.value,
           actor: context.actor,
+          source: context.source ?? 'system',
         });
         const effects = await this.#writeEffects(tx, row, actions, { type: 'xstate.init' });
         await context.beforeCommit?.(tx, row);
@@ -324,6 +325,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
       fromState: restored.snapshot.value,
       toState: next.value,
       actor: context.actor,
+      source: context.source ?? 'system',
     });
     const effects = await this.#writeEffects(tx, updated, actions, event);
     await context.beforeCommit?.(tx, updated);

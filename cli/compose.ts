@@ -1,6 +1,7 @@
 // The composition root: the one place that picks implementations for the ports from the
 // configuration. Everything below it takes its dependencies as arguments.
 import type { Logger } from 'pino';
+import { environmentDefinition } from '../actors/environment-definition.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../actors/services.ts';
 import { EmbeddedAgentHost, UnreachableAgentHost } from '../actors/agenthost-embedded.ts';
 import type {
@@ -18,10 +19,15 @@ import { HttpsAgentHost } from '../http/clients/agenthost-client.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
 import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
+import { createMetrics, type SandlotMetrics } from '../lib/metrics.ts';
+import { startMetricsServer, type MetricsServer } from '../lib/metrics-server.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.ts';
 import { attemptRunner } from '../workers/effect-processor.ts';
 import { runnerDeps, startWorkers, type WorkerHost } from '../workers/host.ts';
+import { InProcessEffectQueue } from '../workers/in-process-effect-queue.ts';
+import { countCommits, stateSources } from '../workers/metrics-sources.ts';
+import { inProcessJobCounts, inspectQueues, type QueueInspection } from '../workers/queue-inspection.ts';
 import type { Database } from '../store/db.ts';
 import { GrantsAuthority } from '../store/grants.ts';
 import { TableNetworkPolicies } from '../store/network-policies.ts';
@@ -35,6 +41,10 @@ export interface Sandlot {
   services: Services;
   provider: SandboxProvider;
   workers: WorkerHost | null;
+  /** Where GET /metrics answers (SANDLOT_METRICS_PORT), or null when no listener is configured. */
+  metricsUrl: string | null;
+  /** The Environment runtime, for commit listeners (the inspector bridge). */
+  runtime: ReturnType<typeof createEnvironmentRuntime>;
   close(): Promise<void>;
 }
 
@@ -110,6 +120,11 @@ export async function composeSandlot(
   const db = await openDatabase(config, logger);
   let workers: WorkerHost | null = null;
   let provider: ClosableProvider | null = null;
+  let inspection: QueueInspection | null = null;
+  let metricsServer: MetricsServer | null = null;
+  // One registry per process, and only when something will scrape it.
+  const metrics: SandlotMetrics | undefined = config.metrics === undefined ? undefined : createMetrics();
+  const measured = metrics === undefined ? {} : { metrics };
   try {
     if (config.migrateOnStart) {
       await migrateFor(db, config, (name) => logger.info({ migration: name }, 'migration applied'));
@@ -118,9 +133,13 @@ export async function composeSandlot(
     provider = chosen.provider;
     const ports = portsFor(config, db);
     const runtime = createEnvironmentRuntime(db);
+    if (metrics !== undefined) runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
     const { networkPolicies, workspaceStorage } = chosen;
     const runner = attemptRunner(
-      runnerDeps({ db, runtime, provider, logger, networkPolicies, ...ports }, config.workers.callTimeoutMs),
+      runnerDeps(
+        { db, runtime, provider, logger, networkPolicies, ...ports, ...measured },
+        config.workers.callTimeoutMs,
+      ),
     );
     const services = createServices({
       db,
@@ -138,7 +157,7 @@ export async function composeSandlot(
     // processes' relays find them in PostgreSQL.
     if (options.workers !== false || config.redisUrl !== undefined) {
       workers = await startWorkers(
-        { db, runtime, provider, logger, networkPolicies, ...ports },
+        { db, runtime, provider, logger, networkPolicies, ...ports, ...measured },
         {
           ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
           ...(config.workers.concurrency === undefined ? {} : { concurrency: config.workers.concurrency }),
@@ -151,6 +170,9 @@ export async function composeSandlot(
         },
       );
     }
+    // The dashboard and the queue gauges read BullMQ through their own handles (absent without Redis).
+    if (config.redisUrl !== undefined)
+      inspection = inspectQueues(config.redisUrl, config.workers.prefix, logger);
     const app = createApp({
       db,
       services,
@@ -158,26 +180,58 @@ export async function composeSandlot(
       logger,
       provider: provider.identity,
       embedded: config.mode === 'embedded',
+      ...measured,
+      ...(inspection === null ? {} : { queues: inspection.queues }),
     });
+    if (metrics !== undefined && config.metrics !== undefined) {
+      metrics.readStateFrom(stateSources(db, queueJobsOf(inspection, workers)));
+      metricsServer = await startMetricsServer({
+        registry: metrics.registry,
+        ...config.metrics,
+        onError: (error) => logger.warn({ err: error }, 'metrics scrape failed'),
+      });
+      logger.info({ url: metricsServer.url }, 'metrics listening');
+    }
     const held = provider;
+    const listener = metricsServer;
+    const queues = inspection;
+    let closing: Promise<void> | undefined;
     return {
       db,
       app,
       services,
       provider: held,
       workers,
-      async close() {
-        await workers?.close();
-        await held.close?.();
-        await db.close();
+      runtime,
+      metricsUrl: listener?.url ?? null,
+      // Once, whoever asks (the shutdown handler and a test may both).
+      close() {
+        closing ??= (async () => {
+          await listener?.close();
+          await workers?.close();
+          await queues?.close();
+          await held.close?.();
+          await db.close();
+        })();
+        return closing;
       },
     };
   } catch (error) {
+    await metricsServer?.close().catch(() => undefined);
+    await inspection?.close().catch(() => undefined);
     await workers?.close().catch(() => undefined);
     await provider?.close?.().catch(() => undefined);
     await db.close();
     throw error;
   }
+}
+
+/** Queue depth for the gauge: BullMQ's counts with Redis, the embedded queue's own otherwise. */
+function queueJobsOf(inspection: QueueInspection | null, workers: WorkerHost | null) {
+  if (inspection !== null) return () => inspection.jobCounts();
+  const queue = workers?.queue;
+  if (queue instanceof InProcessEffectQueue) return () => Promise.resolve(inProcessJobCounts(queue));
+  return undefined;
 }
 
 /**

@@ -12,9 +12,8 @@ import path from 'node:path';
 import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
 import { mintDevToken } from '../http/auth/mint.ts';
 import { configFromEnvironment, dataDirOf } from './context.ts';
-import { UsageError, parseOptions } from './usage.ts';
+import { UsageError } from './usage.ts';
 
-const DEFAULT_URL = 'http://127.0.0.1:8080';
 const SUBJECT = 'demo-user';
 const POLICY_GENERATION = 1;
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -258,13 +257,15 @@ function timeline(attempts: Attempt[]): string[] {
   });
 }
 
-export async function demoCommand(args: string[]): Promise<void> {
-  const options = parseOptions(args, {
-    url: { type: 'string', default: DEFAULT_URL },
-    tenant: { type: 'string', default: 'demo' },
-    project: { type: 'string', default: 'demo' },
-    timeout: { type: 'string', default: '60' },
-  });
+export interface DemoOptions {
+  url: string;
+  tenant: string;
+  project: string;
+  /** Seconds. */
+  timeout: string;
+}
+
+export async function demoCommand(options: DemoOptions): Promise<void> {
   let base: URL;
   try {
     base = new URL(options.url);

@@ -1,61 +1,229 @@
-// `sandlot <command>`: one process entry for every mode. Exit codes: 0 ok, 1 failure, 2 usage.
+// `sandlot <command>`: one process entry for every mode, parsed by commander. Exit codes: 0 ok,
+// 1 failure, 2 usage (a wrong command, flag or value).
+//
+// Each command's module is imported inside its action, so `sandlot --help` (or `sandlot token
+// --help`) loads commander and this file only: no database driver, HTTP framework or queue client.
+//
+// Streams: stdout carries what a command answers (tables, JSON, tokens, the "listening" line a
+// script waits for, help); stderr carries errors and usage mistakes, and the JSON log lines of the
+// long-running commands (serve, worker). A script can read stdout without ever meeting a log line.
+import { Command, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config/errors.ts';
-import { demoCommand } from './demo.ts';
-import { migrateCommand } from './migrate.ts';
-import { serveCommand } from './serve.ts';
-import { tokenCommand } from './token.ts';
-import { workerCommand } from './worker.ts';
-import { UsageError } from './usage.ts';
+import {
+  DEFAULT_INSPECTOR_PORT,
+  UsageError,
+  defaultInspectorUrl,
+  parseRelayPort,
+  inspectTarget,
+  parsePort,
+  parseWebSocketUrl,
+} from './usage.ts';
 
-const usage = `Usage: sandlot <command> [options]
+/** The full name of a (sub)command, for error lines: `sandlot machines export`. */
+function pathOf(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c !== null; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
 
-Commands:
-  serve [--port N] [--no-workers]          run the API (and, unless --no-workers, the workers)
-  worker                                   run effect workers, outbox relay and reconciler (needs DATABASE_URL)
-  migrate                                  apply database migrations and exit
-  token --tenant T --sub S [--admin] [--ttl 1h] [--project P --run R]
-                                           print a dev token signed with the embedded key
-  demo [--url http://127.0.0.1:8080]       run one sandbox lease end to end against a running embedded serve
+/** Help text's closing lines: one or more examples. */
+const examples = (...lines: string[]) =>
+  `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`;
 
-Configuration comes from environment variables; see README.md.`;
+/** `--inspect [port|url]`: bare it is `true` (the default relay); a value is checked here. */
+function inspectOption(): Option {
+  return new Option(
+    '--inspect [port|url]',
+    `send every committed transition to the Stately inspector relay (bare: ${defaultInspectorUrl()})`,
+  ).argParser((value) => inspectTarget(value) as string);
+}
 
-const commands: Record<string, (args: string[]) => Promise<void>> = {
-  serve: serveCommand,
-  migrate: migrateCommand,
-  token: tokenCommand,
-  demo: demoCommand,
-  worker: workerCommand,
-};
+/** The relay's URL from `--inspect`'s value, or undefined when inspection is off. */
+const inspectUrl = (value: string | boolean | undefined): string | undefined =>
+  inspectTarget(value) ?? undefined;
+
+/** Set by the action that runs: serve and worker keep running after their action resolved. */
+let running: { name: string; longRunning: boolean } = { name: 'sandlot', longRunning: false };
+
+function buildProgram(): Command {
+  const program = new Command('sandlot')
+    .description('Sandlot: a control plane that leases agent sandboxes to Environments.')
+    .usage('<command> [options]')
+    .exitOverride()
+    .showSuggestionAfterError(true)
+    .showHelpAfterError(true)
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'sandlot: ')) })
+    .addHelpText(
+      'after',
+      '\nConfiguration comes from environment variables; see README.md. Run `sandlot <command> --help` for a command.\n',
+    );
+  program.hook('preAction', (_root, action) => {
+    const name = pathOf(action);
+    running = { name, longRunning: name === 'sandlot serve' || name === 'sandlot worker' };
+  });
+
+  /** A subcommand with its own error prefix and a short pointer to its help after a mistake. */
+  const command = (parent: Command, name: string) => {
+    const sub = parent.command(name);
+    const full = `${pathOf(parent)} ${name}`;
+    return sub
+      .showHelpAfterError(`(run \`${full} --help\` for its options)`)
+      .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, `${full}: `)) });
+  };
+
+  command(program, 'serve')
+    .description('run the API, and (unless --no-workers) the effect workers, outbox relay and reconciler')
+    .option('--port <port>', 'listen on this port (0: any free port; default PORT or 8080)', parsePort)
+    .option('--no-workers', 'API only: effects are run by `sandlot worker` processes (needs DATABASE_URL)')
+    .addOption(inspectOption())
+    .addHelpText('after', examples('sandlot serve --port 8080', 'sandlot serve --no-workers --inspect 4242'))
+    .action(async ({ inspect, ...options }: { port?: number; workers: boolean; inspect?: string | true }) => {
+      const url = inspectUrl(inspect);
+      await (
+        await import('./serve.ts')
+      ).serveCommand({ ...options, ...(url === undefined ? {} : { inspect: url }) });
+    });
+
+  command(program, 'worker')
+    .description('run effect workers, outbox relay, reconciler and observer only (needs DATABASE_URL)')
+    .addOption(inspectOption())
+    .addHelpText('after', examples('DATABASE_URL=postgres://… REDIS_URL=redis://… sandlot worker --inspect'))
+    .action(async ({ inspect }: { inspect?: string | true }) => {
+      const url = inspectUrl(inspect);
+      await (await import('./worker.ts')).workerCommand(url === undefined ? {} : { inspect: url });
+    });
+
+  command(program, 'migrate')
+    .description('apply pending database migrations and exit')
+    .addHelpText('after', examples('DATABASE_URL=postgres://… sandlot migrate'))
+    .action(async () => (await import('./migrate.ts')).migrateCommand());
+
+  command(program, 'token')
+    .description('print a dev token signed with the embedded key (embedded mode only)')
+    .requiredOption('--tenant <tenant>', 'the tenant the token is for')
+    .requiredOption('--sub <subject>', 'the subject (user) it names')
+    .option('--admin', 'an operator token (admin routes)', false)
+    .option('--ttl <duration>', 'lifetime, e.g. 30m, 1h, 7d', '1h')
+    .option('--project <project>', 'bind the token to one run: its project (with --run)')
+    .option('--run <run>', 'bind the token to one run: its run ID (with --project)')
+    .addHelpText(
+      'after',
+      examples(
+        'sandlot token --tenant acme --sub alice',
+        'sandlot token --tenant acme --sub ops --admin --ttl 15m',
+      ),
+    )
+    .action(
+      async (options: {
+        tenant: string;
+        sub: string;
+        admin: boolean;
+        ttl: string;
+        project?: string;
+        run?: string;
+      }) => (await import('./token.ts')).tokenCommand(options),
+    );
+
+  command(program, 'demo')
+    .description('run one sandbox lease end to end against a running embedded `sandlot serve`')
+    .option('--url <url>', 'the server to drive', 'http://127.0.0.1:8080')
+    .option('--tenant <tenant>', 'tenant to grant the demo user in', 'demo')
+    .option('--project <project>', 'project to run in', 'demo')
+    .option('--timeout <seconds>', 'give up waiting for a state after this long', '60')
+    .addHelpText('after', examples('sandlot demo --url http://127.0.0.1:8080'))
+    .action(async (options: { url: string; tenant: string; project: string; timeout: string }) =>
+      (await import('./demo.ts')).demoCommand(options),
+    );
+
+  command(program, 'inspect')
+    .description("replay an Environment's journal into the Stately inspector, whole and in order, then exit")
+    .argument('<environmentId>', 'the Environment (env_…)')
+    .option('--url <url>', 'the inspector relay to send to', parseWebSocketUrl, defaultInspectorUrl())
+    .addHelpText(
+      'after',
+      examples(
+        'sandlot inspector   # in another terminal: the relay and its page',
+        'sandlot inspect env_abc… --url ws://127.0.0.1:4242',
+      ),
+    )
+    .action(async (environmentId: string, options: { url: string }) =>
+      (await import('./inspect.ts')).inspectCommand(environmentId, options),
+    );
+
+  command(program, 'history')
+    .description("print an Environment's journal as a table: revision, time, event, source, states, fences")
+    .argument('<environmentId>', 'the Environment (env_…)')
+    .option('--json', 'print the rows as one JSON array instead of a table', false)
+    .addHelpText('after', examples('sandlot history env_abc…', 'sandlot history env_abc… --json | jq .'))
+    .action(async (environmentId: string, options: { json: boolean }) =>
+      (await import('./history.ts')).historyCommand(environmentId, options),
+    );
+
+  command(program, 'inspector')
+    .description('run the local inspector relay: a page that frames the Stately inspector, and its WebSocket')
+    .option(
+      '--port <port>',
+      'listen on this port (not 0: the page names it)',
+      parseRelayPort,
+      DEFAULT_INSPECTOR_PORT,
+    )
+    .option('--open', 'open the page in the default browser', false)
+    .addHelpText('after', examples('sandlot inspector --port 4242   # then: sandlot serve --inspect 4242'))
+    .action(async (options: { port: number; open: boolean }) => {
+      running = { name: 'sandlot inspector', longRunning: true };
+      await (await import('./inspector.ts')).inspectorCommand(options);
+    });
+
+  const machines = command(program, 'machines')
+    .description('the state machine definitions')
+    .addHelpText('after', examples('sandlot machines export --format mermaid'));
+  command(machines, 'export')
+    .description(
+      "print the Environment machine's definition: JSON (Stately editor and inspector), Mermaid or DOT",
+    )
+    .addOption(
+      new Option('--format <format>', 'output format').choices(['json', 'mermaid', 'dot']).default('json'),
+    )
+    .addHelpText(
+      'after',
+      examples(
+        'sandlot machines export --format mermaid',
+        'sandlot machines export --format dot | dot -Tsvg > environment.svg',
+      ),
+    )
+    .action(async (options: { format: 'json' | 'mermaid' | 'dot' }) =>
+      (await import('./machines.ts')).machinesExportCommand(options),
+    );
+
+  return program;
+}
 
 async function main(argv: string[]): Promise<number> {
-  const [name, ...args] = argv;
-  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    process.stdout.write(`${usage}\n`);
-    return name === undefined ? 2 : 0;
-  }
-  const command = commands[name];
-  if (command === undefined) {
-    process.stderr.write(`sandlot: unknown command "${name}"\n\n${usage}\n`);
+  const program = buildProgram();
+  if (argv.length === 0) {
+    // No command: the overview, as a usage mistake.
+    process.stderr.write(program.helpInformation());
     return 2;
   }
   try {
-    await command(args);
+    await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (error) {
+    // Help and --version end here with code 0; every parse mistake commander caught is a usage error.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
     if (error instanceof UsageError) {
-      process.stderr.write(`sandlot ${name}: ${error.message}\n`);
+      process.stderr.write(`${running.name}: ${error.message}\n`);
       return 2;
     }
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       return 1;
     }
-    process.stderr.write(`sandlot ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`${running.name}: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
 }
 
 const code = await main(process.argv.slice(2));
-// `serve` keeps running until a signal; every other command ends here.
-const longRunning = process.argv[2] === 'serve' || process.argv[2] === 'worker';
-if (!longRunning || code !== 0) process.exitCode = code;
+// `serve`, `worker` and `inspector` keep running until a signal; every other command ends here.
+if (!running.longRunning || code !== 0) process.exitCode = code;

@@ -1,9 +1,7 @@
 import { configFromEnvironment, openDatabase } from './context.ts';
 import { migrateFor } from './migrations.ts';
-import { parseOptions } from './usage.ts';
 
-export async function migrateCommand(args: string[]): Promise<void> {
-  parseOptions(args, {});
+export async function migrateCommand(): Promise<void> {
   const config = configFromEnvironment();
   const db = await openDatabase(config);
   try {

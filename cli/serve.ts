@@ -1,30 +1,35 @@
 import { serve } from '@hono/node-server';
 import { describeConfig } from '../config/describe.ts';
-import { createLogger } from '../lib/logger.ts';
 import { composeSandlot } from './compose.ts';
 import { configFromEnvironment, dataDirOf } from './context.ts';
+import { markEmbeddedServe } from './journal-reader.ts';
+import { startInspection } from './live-inspection.ts';
+import { processLogger } from './process-logger.ts';
 import { installShutdownHandlers } from './shutdown.ts';
-import { UsageError, parseOptions } from './usage.ts';
+import { UsageError } from './usage.ts';
 
-export async function serveCommand(args: string[]): Promise<void> {
-  const options = parseOptions(args, {
-    port: { type: 'string' },
-    // An API-only process: effects it commits are published by the workers' outbox relays.
-    'no-workers': { type: 'boolean', default: false },
-  });
+export interface ServeOptions {
+  /** Parsed by main.ts (0-65535); unset: PORT or the default. */
+  port?: number;
+  /** false with --no-workers: an API-only process. */
+  workers: boolean;
+  /** The inspector relay's URL (--inspect); unset: no inspection. */
+  inspect?: string;
+}
+
+export async function serveCommand(options: ServeOptions): Promise<void> {
   const config = configFromEnvironment();
-  if (options.port !== undefined) {
-    const port = Number(options.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535)
-      throw new UsageError(`--port must be 0-65535, got "${options.port}"`);
-    config.port = port;
-  }
-  const logger = createLogger({ level: config.logLevel });
-  logger.info({ config: describeConfig(config) }, 'starting sandlot');
-  if (options['no-workers'] && config.mode === 'embedded') {
+  if (options.port !== undefined) config.port = options.port;
+  // An API-only process: effects it commits are published by the workers' outbox relays.
+  if (!options.workers && config.mode === 'embedded') {
     throw new UsageError('--no-workers needs DATABASE_URL; in embedded mode this process is the only worker');
   }
-  const sandlot = await composeSandlot(config, logger, { workers: !options['no-workers'] });
+  const logger = processLogger(config.logLevel);
+  logger.info({ config: describeConfig(config) }, 'starting sandlot');
+  const sandlot = await composeSandlot(config, logger, { workers: options.workers });
+  const inspection = await startInspection(sandlot.runtime, options.inspect, logger);
+  // While it runs, `sandlot history` and `inspect` must not open the embedded database too.
+  const unmark = await markEmbeddedServe(config);
 
   const server = serve({ fetch: sandlot.app.fetch, port: config.port, hostname: config.host }, (info) => {
     logger.info({ address: info.address, port: info.port, mode: config.mode }, 'listening');
@@ -35,10 +40,14 @@ export async function serveCommand(args: string[]): Promise<void> {
         `data in ${dataDirOf(config)}; mint a token with: npx sandlot token --tenant T --sub S\n`,
       );
     }
+    if (options.inspect !== undefined) {
+      process.stdout.write(`inspection: committed transitions go to ${options.inspect}\n`);
+    }
   });
 
   // Stop accepting and let in-flight requests finish (idle keep-alive connections are closed), then
-  // the workers, the provider and the database, which those requests still needed.
+  // the workers, the provider and the database, which those requests still needed; the inspector
+  // last, so it can still send what they committed.
   installShutdownHandlers(
     [
       {
@@ -49,6 +58,8 @@ export async function serveCommand(args: string[]): Promise<void> {
           ),
       },
       { name: 'sandlot', close: () => sandlot.close() },
+      { name: 'data-dir', close: unmark },
+      ...inspection,
     ],
     { logger },
   );

@@ -1,20 +1,19 @@
 import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
 import { mintDevToken, parseTtl } from '../http/auth/mint.ts';
 import { configFromEnvironment, dataDirOf } from './context.ts';
-import { UsageError, parseOptions } from './usage.ts';
+import { UsageError } from './usage.ts';
+
+export interface TokenOptions {
+  tenant: string;
+  sub: string;
+  admin: boolean;
+  ttl: string;
+  project?: string;
+  run?: string;
+}
 
 /** Prints a token signed with the embedded dev key. Reads only the key file, so it works while `serve` runs. */
-export async function tokenCommand(args: string[]): Promise<void> {
-  const options = parseOptions(args, {
-    tenant: { type: 'string' },
-    sub: { type: 'string' },
-    admin: { type: 'boolean', default: false },
-    ttl: { type: 'string', default: '1h' },
-    project: { type: 'string' },
-    run: { type: 'string' },
-  });
-  if (options.tenant === undefined || options.sub === undefined)
-    throw new UsageError('--tenant and --sub are required');
+export async function tokenCommand(options: TokenOptions): Promise<void> {
   if ((options.project === undefined) !== (options.run === undefined))
     throw new UsageError('--project and --run go together: a run-bound token names both');
   const config = configFromEnvironment();

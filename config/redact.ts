@@ -1,27 +1,12 @@
 // Configuration values reach logs and error messages; secrets must not. A variable whose name
 // suggests a secret is never shown, and anything URL-like is shown only without its credentials.
+import { redactUrl } from '../lib/redact-url.ts';
 
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL/i;
-// libpq accepts `?password=…` as well as `user:password@`, so query parameters need the same care.
-const SECRET_PARAMETER = /pass|secret|token|key|credential/i;
 const MAX_SHOWN = 200;
 
-/** The URL without user, password or secret-looking query parameters; undefined if it does not parse. */
-export function redactUrl(value: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return undefined;
-  }
-  url.username = '';
-  url.password = '';
-  if (url.username !== '' || url.password !== '') return undefined;
-  for (const name of [...url.searchParams.keys()]) {
-    if (SECRET_PARAMETER.test(name)) url.searchParams.set(name, 'redacted');
-  }
-  return url.toString();
-}
+// One implementation for configuration summaries and the logger (lib/ may be imported anywhere).
+export { redactUrl };
 
 /** What an error message may show of a variable's value, or undefined if nothing. */
 export function displayValue(variable: string, value: string): string | undefined {

@@ -135,6 +135,18 @@ const envObject = z.object({
   // Read and validated here, at start; absent: the runtime profile resolve answers 409.
   SANDLOT_AGENTHOST_CONFIG_FILE: agentHostConfigFile.optional(),
   SANDLOT_AGENTHOST_CA_FILE: agentHostCaFile.optional(),
+  // Prometheus /metrics on its own listener; unset: no listener (0: any free port, for tests).
+  SANDLOT_METRICS_PORT: z
+    .string()
+    .refine((value) => /^\d{1,5}$/.test(value) && +value <= 65535, {
+      error: 'expected an integer between 0 and 65535',
+    })
+    .transform(Number)
+    .optional(),
+  SANDLOT_METRICS_HOST: z
+    .string()
+    .regex(/^\S+$/, 'expected a host name or address without spaces')
+    .default('127.0.0.1'),
 });
 
 type Env = z.output<typeof envObject>;
@@ -190,6 +202,9 @@ function toConfig(env: Env): Config {
       ? {}
       : { agentHostProfiles: env.SANDLOT_AGENTHOST_CONFIG_FILE }),
     ...(env.SANDLOT_AGENTHOST_CA_FILE === undefined ? {} : { agentHostCaPem: env.SANDLOT_AGENTHOST_CA_FILE }),
+    ...(env.SANDLOT_METRICS_PORT === undefined
+      ? {}
+      : { metrics: { host: env.SANDLOT_METRICS_HOST, port: env.SANDLOT_METRICS_PORT } }),
     simulated: {
       seed: env.SANDLOT_SIMULATED_SEED,
       ...(env.SANDLOT_SIMULATED_FAULTS === undefined

@@ -47,6 +47,8 @@ export interface Config {
   /** PEM roots of `service-backend-ca`, which an AgentHost's certificate must chain to. */
   agentHostCaPem?: string;
   simulated: { seed: number; faults?: FaultPlan };
+  /** Where GET /metrics listens, apart from the API (SANDLOT_METRICS_PORT; unset: no listener). */
+  metrics?: { host: string; port: number };
   workers: {
     concurrency?: number;
     callTimeoutMs: number;

@@ -2,9 +2,10 @@
 // problem+json, OpenAPI generated from the same zod schemas that validate requests.
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
-import { Scalar } from '@scalar/hono-api-reference';
+import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Services } from '../actors/services.ts';
+import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { ProviderIdentity } from '../providers/provider.ts';
 import { MAX_BODY_BYTES } from '../lib/limits.ts';
 import type { Database } from '../store/db.ts';
@@ -14,10 +15,13 @@ import type { AppEnv } from './context.ts';
 import { errorHandler, invalidRequest } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { docsRoutes } from './routes/docs.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { journalRoutes } from './routes/journal.ts';
 import { placementRoutes } from './routes/placement.ts';
 import { providerReportRoutes } from './routes/provider-reports.ts';
+import { queueDashboardRoutes } from './routes/queue-dashboard.ts';
+import { requestContext } from './request-context.ts';
 import { runtimeProfileRoutes } from './routes/runtime-profiles.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 
@@ -31,6 +35,10 @@ export interface AppDeps {
   /** Admin routes exist only in embedded mode, where Sandlot stands in for Projects. */
   embedded: boolean;
   version?: string;
+  /** HTTP latency by route and status (default: not measured). */
+  metrics?: Pick<SandlotMetrics, 'httpSeconds'>;
+  /** BullMQ queues for the dashboard at /admin/queues (absent: no Redis, no dashboard). */
+  queues?: readonly Queue[];
 }
 
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
@@ -40,21 +48,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     },
   });
 
-  app.use(async (c, next) => {
-    const started = performance.now();
-    c.set('logger', deps.logger);
-    await next();
-    // Path only: query strings and headers may carry things that must never reach a log.
-    deps.logger.info(
-      {
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        ms: Math.round(performance.now() - started),
-      },
-      'request',
-    );
-  });
+  // Request ID, the request's child logger, one access line and the latency histogram.
+  app.use(requestContext({ logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) }));
 
   // Bodies are bounded before anything parses them (a declared or a streamed length alike).
   app.use(
@@ -73,7 +68,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     }),
   );
 
-  app.onError(errorHandler(deps.logger));
+  // The request's own logger, so a failure's line carries its request ID.
+  app.onError((error, c) => errorHandler(c.var.logger ?? deps.logger)(error, c));
   app.notFound((c) =>
     problemResponse(
       new Problem(404, 'route-not-found', 'Not found', `no route for ${c.req.method} ${c.req.path}`),
@@ -103,7 +99,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
       description: 'Leases agent sandboxes. Every error is application/problem+json with a stable type.',
     },
   });
-  app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Sandlot API' }));
+  app.route('/', docsRoutes('/openapi.json'));
 
   const auth = requirePrincipal(deps.verifier);
   app.use('/api/*', auth);
@@ -114,6 +110,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', journalRoutes(deps.services.journal));
   // Fails closed (503) in every mode until its admissions exist; outside /api, so no user token applies.
   app.route('/', providerReportRoutes());
+  // Before the embedded admin routes: it answers its own paths (operator checked inside, either mode).
+  if (deps.queues !== undefined) app.route('/', queueDashboardRoutes(deps.queues, deps.verifier));
   if (deps.embedded) {
     app.use('/admin/*', auth);
     app.route('/', adminRoutes(deps.db, deps.provider));

@@ -1,5 +1,8 @@
 import type { Queryable } from './db.ts';
 
+/** Where a journaled event came from (mirrors actors/runtime.ts EventSource). */
+export type JournalSource = 'http' | 'worker' | 'reconciler' | 'observer' | 'provider' | 'system';
+
 export interface JournalEntry {
   environmentId: string;
   revision: number;
@@ -8,13 +11,19 @@ export interface JournalEntry {
   fromState: unknown;
   toState: unknown;
   actor: string;
+  /** Null on rows written before sources were recorded (migration 0010). */
+  source: JournalSource | null;
   recordedAt: Date;
 }
 
-export async function appendJournal(tx: Queryable, entry: Omit<JournalEntry, 'recordedAt'>): Promise<void> {
+export async function appendJournal(
+  tx: Queryable,
+  entry: Omit<JournalEntry, 'recordedAt' | 'source'> & { source?: JournalSource },
+): Promise<void> {
   await tx.query(
-    `INSERT INTO environment_journal (environment_id, revision, event_type, event, from_state, to_state, actor)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    `INSERT INTO environment_journal
+       (environment_id, revision, event_type, event, from_state, to_state, actor, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [
       entry.environmentId,
       entry.revision,
@@ -23,6 +32,7 @@ export async function appendJournal(tx: Queryable, entry: Omit<JournalEntry, 're
       entry.fromState === null ? null : JSON.stringify(entry.fromState),
       JSON.stringify(entry.toState),
       entry.actor,
+      entry.source ?? null,
     ],
   );
 }
@@ -30,7 +40,8 @@ export async function appendJournal(tx: Queryable, entry: Omit<JournalEntry, 're
 export async function readJournal(q: Queryable, environmentId: string): Promise<JournalEntry[]> {
   const { rows } = await q.query<JournalEntry>(
     `SELECT environment_id AS "environmentId", revision::int AS revision, event_type AS "eventType", event,
-            from_state AS "fromState", to_state AS "toState", actor, recorded_at AS "recordedAt"
+            from_state AS "fromState", to_state AS "toState", actor, source,
+            recorded_at AS "recordedAt"
        FROM environment_journal WHERE environment_id = $1 ORDER BY revision`,
     [environmentId],
   );

@@ -5,6 +5,7 @@ import { DelayedError, Queue, Worker, type Job, type JobsOptions } from 'bullmq'
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createLogger } from '../lib/logger.ts';
+import type { SandlotMetrics } from '../lib/metrics.ts';
 import {
   DEFAULT_CLOSE_TIMEOUT_MS,
   EFFECT_ATTEMPTS,
@@ -40,6 +41,8 @@ export interface BullmqEffectQueueOptions {
    */
   lockDurationMs?: number;
   logger?: Logger;
+  /** Observes each job's wait from publish to its first start. */
+  metrics?: Pick<SandlotMetrics, 'jobWaitSeconds'>;
 }
 
 export class BullmqEffectQueue implements EffectQueue {
@@ -133,6 +136,10 @@ export class BullmqEffectQueue implements EffectQueue {
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const jobSignal = signal ?? new AbortController().signal;
+    if (job.attemptsMade === 0) {
+      const waited = Math.max(0, Date.now() - job.timestamp - (job.opts.delay ?? 0)) / 1000;
+      this.options.metrics?.jobWaitSeconds.observe({ queue: EFFECTS_QUEUE }, waited);
+    }
     try {
       await processor({ attemptId: job.data.attemptId }, jobSignal);
     } catch (error) {

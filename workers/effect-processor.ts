@@ -13,6 +13,7 @@ import type { ResourceSummary } from '../machines/environment-events.ts';
 import { classifyProviderFailure } from '../providers/errors.ts';
 import type { CallOptions, OwnerBinding, ProviderResource, SandboxProvider } from '../providers/provider.ts';
 import { canonicalJson } from '../lib/canonical-json.ts';
+import type { SandlotMetrics } from '../lib/metrics.ts';
 import { readAttempt, type AttemptRow } from '../store/attempts.ts';
 import { readLeaseByOperation } from '../store/leases.ts';
 import type { EffectJob, EffectProcessor } from './effect-queue.ts';
@@ -24,6 +25,8 @@ export interface EffectProcessorDeps extends AttemptDeps {
   logger: Logger;
   /** Deadline of one provider call; past it the attempt is Unknown. */
   callTimeoutMs: number;
+  /** Provider call latency and outcome; reconciler and observer counts (default: not counted). */
+  metrics?: SandlotMetrics;
 }
 
 export function ownerOf(attempt: AttemptRow, request: AttemptRequest): OwnerBinding {
@@ -259,6 +262,36 @@ async function networkPolicyRefusal(
   };
 }
 
+/** The provider call itself, timed and counted by outcome; a throw becomes its outcome here. */
+async function timedCall(
+  deps: EffectProcessorDeps,
+  attempt: AttemptRow,
+  options: CallOptions,
+): Promise<AttemptOutcome> {
+  const started = performance.now();
+  let outcome: AttemptOutcome;
+  try {
+    outcome = await call(deps.provider, attempt, options);
+  } catch (error) {
+    outcome = failureOutcome(attempt, error);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  deps.metrics?.providerCallSeconds.observe({ kind: attempt.kind, outcome: outcome.state }, seconds);
+  return outcome;
+}
+
+/** What every log line about an attempt carries: its Environment, operation and fences. */
+const attemptFields = (a: AttemptRow) => ({
+  attemptId: a.attemptId,
+  kind: a.kind,
+  environmentId: a.environmentId,
+  operationId: a.operationId,
+  lifecycleGeneration: a.lifecycleGeneration,
+  resourceGeneration: a.resourceGeneration,
+  providerFence: a.providerFence,
+  fencingGeneration: a.fencingGeneration,
+});
+
 /** Runs one attempt if it is still Pending; returns false when someone else had it (or it moved on). */
 export async function runAttempt(
   deps: EffectProcessorDeps,
@@ -276,13 +309,14 @@ export async function runAttempt(
     outcome =
       (await providerRefusal(deps, begun.attempt)) ??
       (await networkPolicyRefusal(deps, begun.attempt)) ??
-      (await call(deps.provider, begun.attempt, { signal: callSignal, deadline: begun.deadline }));
+      (await timedCall(deps, begun.attempt, { signal: callSignal, deadline: begun.deadline }));
   } catch (error) {
     outcome = failureOutcome(begun.attempt, error);
   }
   await completeAttempt(deps, attemptId, outcome);
   const level = begun.attempt.kind === 'describe' ? 'debug' : 'info';
-  deps.logger[level]({ attemptId, kind: begun.attempt.kind, state: outcome.state }, 'attempt resolved');
+  const error = outcome.state === 'Succeeded' ? {} : { code: outcome.error.code };
+  deps.logger[level]({ ...attemptFields(begun.attempt), state: outcome.state, ...error }, 'attempt resolved');
   return true;
 }
 

@@ -5,6 +5,7 @@
 // relay poll or schedule, but its committed effects still reach the queue without waiting.
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { EnvironmentRuntime } from '../actors/services.ts';
 import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from '../actors/ports.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
@@ -57,6 +58,8 @@ export interface WorkerDeps {
    */
   authority?: ProjectsAuthority;
   selections?: RunSelectionSource;
+  /** Provider calls, queue waits, reconciler and observer counts go here (default: not counted). */
+  metrics?: SandlotMetrics;
 }
 
 export interface WorkerHost {
@@ -80,21 +83,25 @@ export function runnerDeps(deps: WorkerDeps, callTimeoutMs = 30_000): EffectProc
     selections: deps.selections ?? new TableRunSelections(deps.db),
     logger: deps.logger.child({ component: 'workers' }),
     callTimeoutMs,
+    ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
   };
 }
+
+const metricsOf = (deps: WorkerDeps) => (deps.metrics === undefined ? {} : { metrics: deps.metrics });
 
 export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = {}): Promise<WorkerHost> {
   const logger = deps.logger.child({ component: 'workers' });
   const processing = settings.processEffects !== false;
   const queue: EffectQueue =
     settings.redisUrl === undefined
-      ? new InProcessEffectQueue({ concurrency: settings.concurrency ?? 4, logger })
+      ? new InProcessEffectQueue({ concurrency: settings.concurrency ?? 4, logger, ...metricsOf(deps) })
       : new BullmqEffectQueue({
           redis: settings.redisUrl,
           prefix: settings.prefix ?? 'sandlot',
           concurrency: settings.concurrency ?? 8,
           ...(settings.queueLockMs === undefined ? {} : { lockDurationMs: settings.queueLockMs }),
           logger,
+          ...metricsOf(deps),
         });
   const relay = new OutboxRelay({
     db: deps.db,

@@ -2,6 +2,7 @@
 // here is durable; the outbox relay re-publishes whatever a crash or shutdown left unprocessed.
 import type { Logger } from 'pino';
 import { createLogger } from '../lib/logger.ts';
+import type { SandlotMetrics } from '../lib/metrics.ts';
 import { ABORT_GRACE_MS, settleWithin } from './deadline.ts';
 import {
   DEFAULT_CLOSE_TIMEOUT_MS,
@@ -20,11 +21,15 @@ export interface InProcessEffectQueueOptions {
   /** First retry delay after a processor error, doubled each time (default 50 ms). */
   backoffMs?: number;
   logger?: Logger;
+  /** Observes each job's wait from publish to its first start. */
+  metrics?: Pick<SandlotMetrics, 'jobWaitSeconds'>;
 }
 
 interface Entry {
   attemptId: string;
   attempt: number;
+  /** performance.now() at publish. */
+  queuedAt: number;
 }
 
 export class InProcessEffectQueue implements EffectQueue {
@@ -40,10 +45,15 @@ export class InProcessEffectQueue implements EffectQueue {
   private processor: EffectProcessor | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(options: InProcessEffectQueueOptions = {}) {
+  constructor(private readonly options: InProcessEffectQueueOptions = {}) {
     this.concurrency = options.concurrency ?? 4;
     this.backoffMs = options.backoffMs ?? 50;
     this.logger = options.logger ?? createLogger({ name: 'effect-queue' });
+  }
+
+  /** Jobs waiting, running, and backing off before a retry (the queue depth gauge). */
+  depth(): { waiting: number; active: number; delayed: number } {
+    return { waiting: this.waiting.length, active: this.running.size, delayed: this.retryTimers.size };
   }
 
   publish(jobs: readonly EffectJob[]): Promise<void> {
@@ -57,7 +67,7 @@ export class InProcessEffectQueue implements EffectQueue {
     for (const { attemptId } of distinct) {
       if (this.known.has(attemptId)) continue;
       this.known.add(attemptId);
-      this.waiting.push({ attemptId, attempt: 1 });
+      this.waiting.push({ attemptId, attempt: 1, queuedAt: performance.now() });
     }
     // Deferred so a publish from inside a transaction returns before any processor starts.
     setImmediate(() => this.pump());
@@ -88,6 +98,10 @@ export class InProcessEffectQueue implements EffectQueue {
   private async execute(processor: EffectProcessor, entry: Entry): Promise<void> {
     const controller = new AbortController();
     this.running.set(entry.attemptId, controller);
+    if (entry.attempt === 1) {
+      const waited = (performance.now() - entry.queuedAt) / 1000;
+      this.options.metrics?.jobWaitSeconds.observe({ queue: 'effects' }, waited);
+    }
     let failed = false;
     let failure: unknown;
     try {
@@ -102,7 +116,7 @@ export class InProcessEffectQueue implements EffectQueue {
       const level = retry ? 'warn' : 'error';
       this.logger[level]({ err: failure, ...entry, retry }, 'effect job failed');
     }
-    if (retry) this.retryLater({ attemptId: entry.attemptId, attempt: entry.attempt + 1 });
+    if (retry) this.retryLater({ ...entry, attempt: entry.attempt + 1 });
     else this.known.delete(entry.attemptId);
     this.pump();
   }

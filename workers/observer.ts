@@ -3,6 +3,7 @@
 // PodSucceeded/PodFailed) retires its placement without anyone asking. It never releases the
 // Environment; retirement only ends the lease. Leases are taken least recently observed first.
 import type { Logger } from 'pino';
+import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { AttemptDeps } from '../actors/attempts.ts';
 import type { AttemptRunner } from '../actors/ports.ts';
 import { observeLease } from '../actors/sandbox-observe.ts';
@@ -14,6 +15,8 @@ export interface ObserverDeps extends AttemptDeps {
   logger: Logger;
   describeTimeoutMs: number;
   batchSize?: number;
+  /** Counts the sandboxes it retires (default: not counted). */
+  metrics?: SandlotMetrics;
 }
 
 export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Promise<number> {
@@ -21,14 +24,19 @@ export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Pro
   for (const lease of await activeLeases(deps.db, deps.batchSize ?? 100)) {
     if (signal?.aborted === true) break;
     try {
-      const observation = await observeLease(deps, lease, { actor: deps.actor });
+      const observation = await observeLease(deps, lease, { actor: deps.actor, source: 'observer' });
       if (observation?.finished != null) retired++;
     } catch (error) {
       // A quarantined Environment, a lost race: the others still get observed.
-      deps.logger.warn({ err: error, environmentId: lease.environmentId }, 'could not observe lease');
+      const { environmentId, operationId, resourceGeneration, providerFence } = lease;
+      deps.logger.warn(
+        { err: error, environmentId, operationId, resourceGeneration, providerFence },
+        'could not observe lease',
+      );
     }
   }
   if (retired > 0) deps.logger.info({ retired }, 'observer retired finished sandboxes');
+  deps.metrics?.observerRetired.inc(retired);
   return retired;
 }
 

@@ -5,6 +5,7 @@
 // the lease ended), and (4) claims late-resource cleanup items that are pending (or whose claim
 // expired), one claim per item, each claim opening the item's release attempt.
 import type { Logger } from 'pino';
+import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import { expireAttempt, type AttemptDeps } from '../actors/attempts.ts';
 import { claimCleanup, claimTtlMs } from '../actors/cleanups.ts';
@@ -22,6 +23,8 @@ export interface ReconcilerDeps extends AttemptDeps {
   callTimeoutMs?: number;
   /** Sweep n of a terminal lease runs n times this after it ended (default twice the call deadline). */
   lateSweepMs?: number;
+  /** Counts each pass and what it did (default: not counted). */
+  metrics?: SandlotMetrics;
 }
 
 export interface ReconcileReport {
@@ -40,7 +43,7 @@ async function forEach<T>(
   deps: ReconcilerDeps,
   items: readonly T[],
   signal: AbortSignal | undefined,
-  failure: { message: string; subject: (item: T) => Record<string, string> },
+  failure: { message: string; subject: (item: T) => Record<string, string | number> },
   step: (item: T) => Promise<boolean>,
 ): Promise<number> {
   let done = 0;
@@ -55,13 +58,25 @@ async function forEach<T>(
   return done;
 }
 
-const byEnvironment = (lease: { environmentId: string }) => ({ environmentId: lease.environmentId });
+/** A lease's log fields: its Environment, operation and fences. */
+const byEnvironment = (lease: {
+  environmentId: string;
+  operationId: string;
+  resourceGeneration: number;
+  providerFence: number;
+}) => ({
+  environmentId: lease.environmentId,
+  operationId: lease.operationId,
+  resourceGeneration: lease.resourceGeneration,
+  providerFence: lease.providerFence,
+});
 
 export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal): Promise<ReconcileReport> {
   const now = (deps.now ?? (() => new Date()))();
   const limit = deps.batchSize ?? 200;
+  const context = { actor: deps.actor, source: 'reconciler' } as const;
   const send = async (environmentId: string, event: EnvironmentEvent) =>
-    (await deps.runtime.send(environmentId, event, { actor: deps.actor })).accepted;
+    (await deps.runtime.send(environmentId, event, context)).accepted;
 
   const expired = await forEach(
     deps,
@@ -129,12 +144,17 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
     await claimableCleanups(deps.db, now, limit),
     signal,
     { message: 'could not claim late-resource cleanup', subject: (c) => ({ cleanupId: c.cleanupId }) },
-    async (item) => (await claimCleanup(deps, item, now, ttl, { actor: deps.actor })) !== null,
+    async (item) => (await claimCleanup(deps, item, now, ttl, context)) !== null,
   );
+  const report = { expired, reconciling, expiredLeases, swept, cleanupsClaimed };
   if (expired + reconciling + expiredLeases + swept + cleanupsClaimed > 0) {
-    deps.logger.info({ expired, reconciling, expiredLeases, swept, cleanupsClaimed }, 'reconciler pass');
+    deps.logger.info(report, 'reconciler pass');
   }
-  return { expired, reconciling, expiredLeases, swept, cleanupsClaimed };
+  deps.metrics?.reconcilerPasses.inc();
+  for (const [action, count] of Object.entries(report)) {
+    deps.metrics?.reconcilerActions.inc({ action }, count);
+  }
+  return report;
 }
 
 export function reconcilerTask(deps: ReconcilerDeps, everyMs: number): PeriodicTask {

@@ -163,7 +163,8 @@ const putNetworkPolicyRoute = createRoute({
   },
 });
 
-const requireOperator = createMiddleware<AppEnv>(async (c, next) => {
+/** The operator role claim, or 403 (the embedded admin routes and the queue dashboard). */
+export const requireOperator = createMiddleware<AppEnv>(async (c, next) => {
   if (!c.var.principal.operator) {
     throw new Problem(
       403,

@@ -10,6 +10,10 @@ const entrySchema = z
     from: z.unknown(),
     to: z.unknown(),
     actor: z.string(),
+    source: z
+      .enum(['http', 'worker', 'reconciler', 'observer', 'provider', 'system'])
+      .nullable()
+      .describe('Where the event came from; null on entries journaled before sources were recorded'),
     recordedAt: z.string(),
   })
   .openapi('JournalEntry');

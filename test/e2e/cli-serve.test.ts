@@ -260,6 +260,13 @@ describe('sandlot serve as a child process (embedded)', () => {
     registered = release.body;
   });
 
+  it('refuses to open the embedded database for `sandlot history` while serve has it open', async () => {
+    const result = await runCli(['history', environmentId], cliEnv(dataDir));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`sandlot serve (pid ${server!.child.pid}) has the embedded database`);
+    expect(result.stdout).toBe('');
+  });
+
   it(
     'stops on SIGTERM with exit code 0 and keeps its data and dev key across a restart',
     {
@@ -288,6 +295,18 @@ describe('sandlot serve as a child process (embedded)', () => {
     },
   );
 
+  it('prints the journal with its sources once serve stopped (`sandlot history`)', async () => {
+    const result = await runCli(['history', environmentId], cliEnv(dataDir));
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(/^\s*1\s+\S+\s+xstate\.init\s+http\s+- → Registered\//);
+    expect(lines[2]).toMatch(
+      /^\s*2\s+\S+\s+environment\.release\s+http\s+Registered\/.* → Released\/.*lg 1$/,
+    );
+  });
+
   it('exits 1 naming PORT when PORT is not a number', async () => {
     const result = await runCli(['serve'], cliEnv(dataDir, { PORT: 'abc' }));
     expect(result.code).toBe(1);
@@ -314,7 +333,7 @@ describe('sandlot serve as a child process (embedded)', () => {
   it('exits 2 on an unknown command', async () => {
     const result = await runCli(['nope'], cliEnv(dataDir));
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('unknown command "nope"');
+    expect(result.stderr).toContain("unknown command 'nope'");
     expect(result.stderr).toContain('Usage: sandlot');
   });
 });

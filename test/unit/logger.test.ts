@@ -72,6 +72,28 @@ describe('createLogger', () => {
     expect(JSON.stringify(lines)).not.toContain('Bearer leaked');
   });
 
+  it('shows connection URLs without their user, password or secret parameters', () => {
+    const { logger, lines } = capture();
+    logger.info(
+      {
+        databaseUrl: 'postgres://sandlot:hunter2@db:5432/sandlot?sslpassword=x1',
+        redisUrl: 'redis://:r3dis@redis:6379',
+        client: { url: 'https://u:p4ss@projects.local/v1' },
+        providerOptions: { image: 'registry.local/agenthost' },
+        signingKey: 'k3y',
+      },
+      'connected',
+    );
+    expect(lines[0]).toMatchObject({
+      databaseUrl: 'postgres://db:5432/sandlot?sslpassword=redacted',
+      redisUrl: 'redis://redis:6379',
+      client: { url: 'https://projects.local/v1' },
+      providerOptions: REDACTED,
+      signingKey: REDACTED,
+    });
+    expect(JSON.stringify(lines)).not.toMatch(/hunter2|r3dis|p4ss|k3y|registry\.local/);
+  });
+
   it('defaults to info and honours the level it is given', () => {
     expect(createLogger().level).toBe('info');
     expect(createLogger({ level: 'silent' }).level).toBe('silent');

@@ -1,0 +1,449 @@
+// deploy/ renders, validates and grants exactly what Sandlot uses. Each overlay is rendered with
+// `kubectl kustomize`; every object must pass its Kubernetes API schema (kubernetes-models) and carry
+// no field the API does not define; the Pods run non-root on a read-only root with probes on
+// /healthz and /readyz, and take DATABASE_URL and REDIS_URL from a Secret, never as plain values.
+//
+// RBAC is derived, not listed: the Agent Sandbox adapter (with and without the AgentHost profile),
+// the Cilium verifier and the Workspace storage readback run under the production overlay's own
+// settings against the fake Kubernetes API, and every call it records must be allowed by the
+// rendered Role/ClusterRole for the Pods' ServiceAccount, while every permission those rules grant
+// must have been used by some call. A feature that makes a new call fails here until deploy/ grants
+// it; a grant nothing uses fails until it is removed.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../config/load.ts';
+import { namesCredential } from '../../config/agenthost.ts';
+import { createAgentSandbox } from '../../providers/agent-sandbox/create-provider.ts';
+import { loadAgentSandboxOptions } from '../../providers/agent-sandbox/options.ts';
+import type { SandboxProvider } from '../../providers/provider.ts';
+import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/index.ts';
+import {
+  budget,
+  instantIn,
+  newOwner,
+  ownedBy,
+  pollUntil,
+  presentResource,
+  provisionRequest,
+  refTo,
+  releaseOf,
+  renewalOf,
+} from '../contract/contract-subject.ts';
+import { P } from '../support/agent-sandbox-fixtures.ts';
+import { skipWithoutCrds } from '../support/crd-dir.ts';
+import {
+  kubectlMissing,
+  named,
+  ofKind,
+  renderOverlay,
+  settingsOf,
+  unknownFields,
+  validateWithModel,
+  workload,
+  workloads,
+  type Container,
+  type RenderedObject,
+  type Workload,
+} from '../support/deploy-manifests.ts';
+import {
+  ciliumPolicyObject,
+  workspacePvObject,
+  workspacePvcObject,
+} from '../support/fake-cluster-harness.ts';
+import {
+  allows,
+  callsOf,
+  describeCall,
+  grantsOf,
+  permissionsOf,
+  uses,
+  type ApiCall,
+} from '../support/rbac-check.ts';
+
+const OVERLAYS = ['embedded-demo', 'production'] as const;
+type Overlay = (typeof OVERLAYS)[number];
+
+/**
+ * Permissions the manifests grant that a run on the fake cannot exercise, each with its reason.
+ * Empty: every granted verb is one the workload below makes.
+ */
+const NOT_EXERCISABLE: { permission: string; reason: string }[] = [];
+
+const missing = kubectlMissing();
+if (missing !== undefined) {
+  console.warn(`NOT RUN: test/integration/deploy-manifests.test.ts renders deploy/ with kubectl: ${missing}`);
+}
+
+const only = (w: Workload): Container => {
+  expect(w.pod.containers).toHaveLength(1);
+  return w.pod.containers[0]!;
+};
+const envNames = (c: Container): string[] => (c.env ?? []).map((e) => e.name);
+
+// A credential in a plain value: a URL with a password, a private key, a bearer or basic header, a JWT.
+const CREDENTIAL_VALUE = [
+  /:\/\/[^/@\s]*:[^/@\s]+@/,
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
+  /^\s*(bearer|basic)\s+\S/i,
+  /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\./,
+];
+
+describe.skipIf(missing !== undefined)('deploy/ overlays render and validate', () => {
+  const rendered = {} as Record<Overlay, RenderedObject[]>;
+  beforeAll(() => {
+    for (const overlay of OVERLAYS) rendered[overlay] = renderOverlay(overlay);
+  });
+
+  describe.each(OVERLAYS)('%s', (overlay) => {
+    it('every object passes its Kubernetes API schema and has no field the API does not define', () => {
+      const objects = rendered[overlay];
+      expect(objects.length).toBeGreaterThan(0);
+      for (const object of objects) {
+        const what = `${object.kind} ${object.metadata.name}`;
+        expect(() => validateWithModel(object), what).not.toThrow();
+        expect(unknownFields(object), what).toEqual([]);
+      }
+    });
+
+    it('every Pod runs non-root, read-only, without privileges, with requests and a memory limit', () => {
+      for (const { object, pod } of workloads(rendered[overlay])) {
+        const what = `${object.kind} ${object.metadata.name}`;
+        expect(pod.securityContext, what).toMatchObject({
+          runAsNonRoot: true,
+          seccompProfile: { type: 'RuntimeDefault' },
+        });
+        expect(pod.securityContext?.runAsUser, what).toBeGreaterThan(0);
+        expect(pod.serviceAccountName, what).toBe('sandlot');
+        for (const container of pod.containers) {
+          expect(container.securityContext, what).toMatchObject({
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          });
+          expect(Object.keys(container.resources?.requests ?? {}).sort(), what).toEqual(['cpu', 'memory']);
+          expect(container.resources?.limits?.['memory'], what).toBeDefined();
+          // A read-only root still needs a writable /tmp.
+          expect(
+            container.volumeMounts?.map((m) => m.mountPath),
+            what,
+          ).toContain('/tmp');
+        }
+      }
+    });
+
+    it('the API probes /healthz and /readyz on its HTTP port, and both listeners match the settings', () => {
+      const objects = rendered[overlay];
+      const settings = settingsOf(objects);
+      const api = only(workload(objects, 'Deployment', 'sandlot-api'));
+      expect(api.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+      expect(api.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+      expect(api.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+      expect(api.ports).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ name: 'http', containerPort: Number(settings['PORT']) }),
+          expect.objectContaining({ name: 'metrics', containerPort: 9464 }),
+        ]),
+      );
+      expect(settings['SANDLOT_METRICS_PORT']).toBe('9464');
+      expect(settings['SANDLOT_METRICS_HOST']).toBe('0.0.0.0');
+    });
+
+    it('no credential is a plain value: no Secret is rendered, and nothing looks like one', () => {
+      const objects = rendered[overlay];
+      expect(ofKind(objects, 'Secret')).toEqual([]);
+      const plain: [string, string][] = Object.entries(settingsOf(objects));
+      for (const { pod } of workloads(objects)) {
+        for (const c of pod.containers) {
+          for (const e of c.env ?? []) if (e.value !== undefined) plain.push([e.name, e.value]);
+        }
+      }
+      for (const [name, value] of plain) {
+        expect(['DATABASE_URL', 'REDIS_URL'], name).not.toContain(name);
+        // A setting named like a credential may only name one (a Secret's name), never hold it.
+        if (namesCredential(name)) expect(name, name).toMatch(/_NAME$/);
+        for (const pattern of CREDENTIAL_VALUE) expect(value, name).not.toMatch(pattern);
+      }
+    });
+
+    it('Services and disruption budgets select Pods that exist, by ports that exist', () => {
+      const objects = rendered[overlay];
+      const pods = workloads(objects);
+      const selects = (selector: Record<string, string>) =>
+        pods.filter((w) => Object.entries(selector).every(([k, v]) => w.labels[k] === v));
+      for (const service of ofKind(objects, 'Service')) {
+        const spec = service['spec'] as { selector: Record<string, string>; ports: { targetPort: string }[] };
+        const selected = selects(spec.selector);
+        expect(selected.length, service.metadata.name).toBeGreaterThan(0);
+        for (const { targetPort } of spec.ports) {
+          for (const w of selected) {
+            const ports = (only(w).ports ?? []).map((p) => p.name);
+            expect(ports, `${service.metadata.name} → ${w.object.metadata.name}`).toContain(targetPort);
+          }
+        }
+      }
+      for (const budget of ofKind(objects, 'PodDisruptionBudget')) {
+        const spec = budget['spec'] as { selector: { matchLabels: Record<string, string> } };
+        expect(selects(spec.selector.matchLabels), budget.metadata.name).toHaveLength(1);
+      }
+    });
+  });
+
+  describe('production', () => {
+    const objects = () => rendered.production;
+
+    it('runs the API without workers, the workers, and the migration Job, each with its command', () => {
+      expect(only(workload(objects(), 'Deployment', 'sandlot-api')).args).toEqual(['serve', '--no-workers']);
+      expect(only(workload(objects(), 'Deployment', 'sandlot-worker')).args).toEqual(['worker']);
+      expect(only(workload(objects(), 'Job', 'sandlot-migrate')).args).toEqual(['migrate']);
+      expect(settingsOf(objects())['SANDLOT_MIGRATE_ON_START']).toBe('false');
+    });
+
+    it('runs two or more replicas of the API and of the workers', () => {
+      for (const name of ['sandlot-api', 'sandlot-worker']) {
+        const spec = named(objects(), 'Deployment', name)['spec'] as { replicas: number };
+        expect(spec.replicas, name).toBeGreaterThanOrEqual(2);
+      }
+    });
+
+    it('takes DATABASE_URL and REDIS_URL from the Secret, and mounts a token only where the API is called', () => {
+      for (const name of ['sandlot-api', 'sandlot-worker']) {
+        const w = workload(objects(), 'Deployment', name);
+        for (const key of ['DATABASE_URL', 'REDIS_URL']) {
+          expect(
+            only(w).env?.find((e) => e.name === key),
+            `${name} ${key}`,
+          ).toEqual({
+            name: key,
+            valueFrom: { secretKeyRef: { name: 'sandlot-connections', key } },
+          });
+        }
+        expect(w.pod.automountServiceAccountToken, name).toBe(true);
+      }
+      const migrate = workload(objects(), 'Job', 'sandlot-migrate');
+      expect(only(migrate).env).toEqual([
+        {
+          name: 'DATABASE_URL',
+          valueFrom: { secretKeyRef: { name: 'sandlot-connections', key: 'DATABASE_URL' } },
+        },
+      ]);
+      expect(migrate.pod.automountServiceAccountToken).toBe(false);
+      expect(named(objects(), 'ServiceAccount', 'sandlot')['automountServiceAccountToken']).toBe(false);
+    });
+
+    it("its settings pass Sandlot's own checks: production mode on Agent Sandbox, in cluster", () => {
+      const settings = { ...settingsOf(objects()) };
+      // Read as files at start; the operator's ConfigMap provides them (docs/operations.md).
+      delete settings['SANDLOT_AGENTHOST_CONFIG_FILE'];
+      delete settings['SANDLOT_AGENTHOST_CA_FILE'];
+      const config = loadConfig({
+        ...settings,
+        DATABASE_URL: 'postgres://sandlot@db.example.com:5432/sandlot',
+        REDIS_URL: 'redis://redis.example.com:6379',
+      });
+      expect(config).toMatchObject({
+        mode: 'production',
+        host: '0.0.0.0',
+        provider: { id: 'agent-sandbox' },
+      });
+      const options = loadAgentSandboxOptions(
+        { ...settings, KUBERNETES_SERVICE_HOST: '10.0.0.1' },
+        () => true,
+      );
+      expect(options.connection.kind).toBe('in-cluster');
+      expect(options.agentHost).toBeDefined();
+    });
+
+    it('puts the Role in the sandbox namespace and names the RuntimeClass the Pods run under', () => {
+      const settings = settingsOf(objects());
+      const sandboxes = settings[`${P}NAMESPACE`];
+      for (const kind of ['Role', 'RoleBinding']) {
+        expect(named(objects(), kind, 'sandlot-agent-sandbox').metadata.namespace, kind).toBe(sandboxes);
+      }
+      const rules = named(objects(), 'ClusterRole', 'sandlot-cluster-reads')['rules'] as {
+        resources: string[];
+        resourceNames?: string[];
+      }[];
+      expect(rules.find((r) => r.resources.includes('runtimeclasses'))?.resourceNames).toEqual([
+        settings[`${P}RUNTIME_CLASS_NAME`],
+      ]);
+    });
+  });
+
+  describe('embedded-demo', () => {
+    const objects = () => rendered['embedded-demo'];
+
+    it('is one API Pod in embedded mode on the simulated provider, its data in an emptyDir', () => {
+      expect(workloads(objects()).map((w) => `${w.object.kind} ${w.object.metadata.name}`)).toEqual([
+        'Deployment sandlot-api',
+      ]);
+      const api = workload(objects(), 'Deployment', 'sandlot-api');
+      expect((api.object['spec'] as { replicas: number }).replicas).toBe(1);
+      const container = only(api);
+      expect(container.args).toEqual(['serve']);
+      expect(envNames(container)).not.toContain('DATABASE_URL');
+      expect(envNames(container)).not.toContain('REDIS_URL');
+      const settings = settingsOf(objects());
+      const config = loadConfig(settings);
+      expect(config).toMatchObject({ mode: 'embedded', host: '0.0.0.0', provider: { id: 'simulated' } });
+      const data = container.volumeMounts?.find((m) => m.mountPath === settings['SANDLOT_DATA_DIR']);
+      expect(api.pod.volumes?.find((v) => v.name === data?.name)?.emptyDir).toBeDefined();
+    });
+
+    it('has no Kubernetes API access: no RBAC and no token', () => {
+      for (const kind of ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding']) {
+        expect(ofKind(objects(), kind), kind).toEqual([]);
+      }
+      expect(workload(objects(), 'Deployment', 'sandlot-api').pod.automountServiceAccountToken).toBe(false);
+    });
+  });
+});
+
+describe.skipIf(missing !== undefined || skipWithoutCrds)(
+  "the production RBAC grants exactly the calls Sandlot's Kubernetes code makes",
+  () => {
+    let fake: FakeKubeApi;
+    let dir: string;
+    let objects: RenderedObject[];
+    let settings: Record<string, string>;
+    let calls: ApiCall[];
+
+    beforeAll(async () => {
+      objects = renderOverlay('production');
+      settings = settingsOf(objects);
+      const namespace = settings[`${P}NAMESPACE`] ?? '';
+      fake = await startFakeKubeApi({ namespace, controller: { intervalMs: 10 } });
+      dir = mkdtempSync(join(tmpdir(), 'sandlot-deploy-'));
+      const kubeconfig = join(dir, 'kubeconfig');
+      writeFileSync(kubeconfig, fake.kubeconfig({ namespace }));
+      calls = callsOf(await runWorkload(fake, namespace, { ...settings, KUBECONFIG: kubeconfig }));
+    });
+    afterAll(async () => {
+      await fake?.close();
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    });
+
+    const podServiceAccount = (): { namespace: string; name: string } => {
+      const api = named(objects, 'Deployment', 'sandlot-api');
+      const worker = named(objects, 'Deployment', 'sandlot-worker');
+      const accounts = [api, worker].map((d) => ({
+        namespace: d.metadata.namespace ?? '',
+        name: workload(objects, 'Deployment', d.metadata.name).pod.serviceAccountName ?? 'default',
+      }));
+      expect(accounts[1]).toEqual(accounts[0]);
+      return accounts[0]!;
+    };
+
+    it('made the calls of a whole lease, with and without the AgentHost profile', () => {
+      const seen = new Set(calls.map((c) => `${c.verb} ${c.resource}`));
+      // The workload is representative only if it reached these; a change that stops making one
+      // of them shows here rather than as a silently shrinking RBAC check.
+      for (const expected of [
+        'create sandboxclaims',
+        'patch sandboxclaims',
+        'list sandboxclaims',
+        'delete sandboxclaims',
+        'get sandboxes',
+        'list pods',
+        'get services',
+        'get persistentvolumeclaims',
+        'get persistentvolumes',
+        'get runtimeclasses',
+        'list ciliumnetworkpolicies',
+      ]) {
+        expect(seen, expected).toContain(expected);
+      }
+    });
+
+    it('allows every call the fake recorded', () => {
+      const grants = grantsOf(objects, podServiceAccount());
+      const denied = [
+        ...new Set(calls.filter((call) => !grants.some((g) => allows(g, call))).map(describeCall)),
+      ];
+      expect(denied, 'calls the manifests do not grant (add them to deploy/base/rbac.yaml)').toEqual([]);
+    });
+
+    it('grants nothing no call used (least privilege)', () => {
+      const grants = grantsOf(objects, podServiceAccount());
+      const unused = permissionsOf(grants)
+        .filter((permission) => !calls.some((call) => uses(call, permission)))
+        .map((permission) => `${describeCall(permission)} (${permission.source})`)
+        .filter((text) => !NOT_EXERCISABLE.some((n) => text.startsWith(n.permission)));
+      expect(unused, 'permissions no call used (remove them from deploy/base/rbac.yaml)').toEqual([]);
+    });
+  },
+);
+
+/**
+ * One lease end to end on each adapter (the AgentHost profile as configured, and without it), the
+ * network policy verifier and the Workspace storage readback, all built by createAgentSandbox as
+ * cli/compose.ts builds them, under the overlay's settings (only the kubeconfig and the polling
+ * pace differ). Returns the fake's record of every request.
+ */
+async function runWorkload(
+  fake: FakeKubeApi,
+  namespace: string,
+  env: Record<string, string | undefined>,
+): Promise<FakeKubeApi['requests']> {
+  const quick = {
+    ...env,
+    [`${P}RECONCILIATION_TIMEOUT_SECONDS`]: '10',
+    [`${P}POLL_INTERVAL_MILLISECONDS`]: '50',
+  };
+  const profiled = createAgentSandbox(quick);
+  const legacy = createAgentSandbox({
+    ...quick,
+    [`${P}AGENT_HOST_CONFIG_MAP_NAME`]: undefined,
+    [`${P}AGENT_HOST_TLS_SECRET_NAME`]: undefined,
+  });
+  fake.objects.put({
+    apiVersion: 'node.k8s.io/v1',
+    kind: 'RuntimeClass',
+    metadata: { name: env[`${P}RUNTIME_CLASS_NAME`] ?? '' },
+    handler: env[`${P}EXPECTED_RUNTIME_HANDLER`],
+  });
+  const inNamespace = <T extends { metadata: object }>(object: T): T => ({
+    ...object,
+    metadata: { ...object.metadata, namespace },
+  });
+
+  const lease = async (provider: SandboxProvider): Promise<void> => {
+    const request = { ...provisionRequest({ provider }, newOwner()), expiresAt: instantIn(3_600_000) };
+    const pvc = fake.objects.put(inNamespace(workspacePvcObject(request)));
+    fake.objects.put(workspacePvObject(pvc));
+    fake.objects.put(
+      inNamespace(
+        ciliumPolicyObject({
+          tenantId: request.owner.tenantId,
+          projectId: request.owner.projectId,
+          generation: 1,
+        }),
+      ),
+    );
+    const networkPolicy = await profiled.networkPolicies.verify(
+      request.owner.tenantId,
+      request.owner.projectId,
+      1,
+    );
+    expect(networkPolicy.verified).toBe(true);
+    const storage = await profiled.workspaceStorage.inspect(request.workspace, new AbortController().signal);
+    expect(storage.pv).not.toBeNull();
+
+    const made = await provider.provision(request, budget());
+    await pollUntil(
+      { waitForPhase: { timeoutMs: 10_000, intervalMs: 20 } },
+      async () => presentResource(await provider.describe(refTo({ provider }, made), budget())),
+      (found) => found.phase === 'started',
+    );
+    await provider.renew(renewalOf({ provider }, made, instantIn(7_200_000)), budget());
+    const owned = await provider.listOwned(ownedBy({ provider }, request.owner), budget());
+    expect(owned).toHaveLength(1);
+    const receipt = await provider.release(releaseOf({ provider }, made), budget());
+    expect(receipt.outcome).toBe('KnownOwnedAbsent');
+  };
+
+  await lease(profiled.provider);
+  await lease(legacy.provider);
+  return fake.requests;
+}
