@@ -1,6 +1,8 @@
-// Fresh authority for one caller on one project, the one way every use case asks it: before any
-// read, again after every asynchronous wait (a read, a provider answer), and once more inside the
-// transaction before commit, together with the run selection the Environment pinned. A caller who
+// Fresh authority for one caller on one project, the one way every use case asks it, and no more
+// often than the rule needs: a read asks before it reads and again after its last read or wait
+// (`owner` … `check`, or `environment`); a write asks before it reads and again inside the
+// transaction before commit, together with the run selection the Environment pinned (`commit`).
+// Nothing is cached across requests, and two asks at the same moment are one ask. A caller who
 // loses a permission mid-request gets 403 and changes nothing.
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
@@ -46,6 +48,16 @@ export class Guard {
   /** The caller's Environment (404 for another tenant's, project's or run's), read between checks. */
   environment(address: EnvironmentAddress): Promise<EnvironmentRow> {
     return this.around(() => readOwnedEnvironment(this.deps.db, this.caller, address));
+  }
+
+  /**
+   * Fresh authority, then the caller's Environment: the opening half. The caller owes the closing
+   * check — `check()` after its last read or wait, or `commit()` for what it writes — before it
+   * answers with anything it read.
+   */
+  async owner(address: EnvironmentAddress): Promise<EnvironmentRow> {
+    await this.check();
+    return readOwnedEnvironment(this.deps.db, this.caller, address);
   }
 
   /** The run's provider selection as it stands now (409 when the run has none). */

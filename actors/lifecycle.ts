@@ -1,5 +1,5 @@
-// Environment lifecycle use cases: register, release, read. Authority is asked before any read,
-// again after every asynchronous wait, and once more inside the transaction before commit (Guard).
+// Environment lifecycle use cases: register, release, read. A write asks authority before any read
+// and again inside the transaction before commit; a read asks before and after (Guard).
 import type { EnvironmentContext, LifecycleState } from '../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { Queryable } from '../store/db.ts';
@@ -10,6 +10,7 @@ import { Guard } from './guard.ts';
 import type { EnvironmentAddress } from './owned.ts';
 import type { Caller, Permission, ProjectsAuthority, RunSelectionSource } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
+import { readOwnedAfterChange, type EnvironmentChanges, type WaitOptions } from './wait.ts';
 
 export interface LifecycleView {
   environmentId: string;
@@ -30,6 +31,8 @@ export interface LifecycleDeps {
   runtime: ActorRuntime<EnvironmentEvent>;
   authority: ProjectsAuthority;
   selections: RunSelectionSource;
+  /** Long-poll reads (`?wait=`); without it a read answers at once. */
+  changes?: EnvironmentChanges;
 }
 
 const writePermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
@@ -61,7 +64,9 @@ export class LifecycleService {
   ): Promise<{ created: boolean; view: LifecycleView }> {
     const { projectId, runId, idempotencyKey } = request;
     const guard = this.#guard(caller, projectId, writePermissions);
-    const selection = await guard.around(() => guard.selection(runId));
+    await guard.check();
+    // Rechecked with authority inside the commit transaction: no check between the two.
+    const selection = await guard.selection(runId);
 
     const environmentId = environmentIdOf({ tenantId: caller.tenantId, projectId, runId, idempotencyKey });
     const identity = { environmentId, tenantId: caller.tenantId, projectId, runId, idempotencyKey };
@@ -80,13 +85,15 @@ export class LifecycleService {
     request: { expectedLifecycleGeneration: number; idempotencyKey: string },
   ): Promise<LifecycleView> {
     const guard = this.#guard(caller, address.projectId, writePermissions);
-    await guard.environment(address);
+    await guard.owner(address);
     const outcome = await this.deps.runtime.send(
       address.environmentId,
       { type: 'environment.release', ...request },
       guard.commit(address.runId),
     );
     if (outcome.accepted) return viewOf(outcome.row);
+    // Nothing committed, so no recheck ran in the transaction: ask before answering what was read.
+    await guard.check();
 
     // Not accepted: a replay of the release that already moved it on answers the same; any
     // other key is a conflict, because a release always targets Released exactly once.
@@ -103,11 +110,13 @@ export class LifecycleService {
       }
       throw new ReleaseConflictError(outcome.row.lifecycleState);
     }
-    await guard.check();
     return viewOf(outcome.row);
   }
 
-  async read(caller: Caller, address: EnvironmentAddress): Promise<LifecycleView> {
-    return viewOf(await this.#guard(caller, address.projectId, ['ReadProjects']).environment(address));
+  async read(caller: Caller, address: EnvironmentAddress, wait?: WaitOptions): Promise<LifecycleView> {
+    const guard = this.#guard(caller, address.projectId, ['ReadProjects']);
+    const { changes, db } = this.deps;
+    if (wait === undefined || changes === undefined) return viewOf(await guard.environment(address));
+    return viewOf(await readOwnedAfterChange(changes, db, guard, address, wait));
   }
 }

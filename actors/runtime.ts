@@ -1,15 +1,17 @@
 // The actor protocol: the only way an Environment's state changes. One transaction per event:
 // advisory lock → fence check → pure transition → revision CAS → journal row → outbox rows → commit.
+// On the wire that is BEGIN, lock-and-read, the derived rows' writes (if any), one commit statement
+// (CAS + journal + outbox), COMMIT.
 // Effects reach workers only through outbox rows written in that same transaction.
 import { initialTransition, transition, type AnyMachineSnapshot } from 'xstate';
 import type { Database, Queryable } from '../store/db.ts';
 import {
+  commitRevision,
   insertEnvironment,
-  lockEnvironment,
+  lockAndReadEnvironment,
   quarantineEnvironment,
-  readEnvironment,
-  updateEnvironmentSnapshot,
   type EnvironmentRow,
+  type NewEffect,
 } from '../store/environments.ts';
 import { appendJournal } from '../store/journal.ts';
 import { appendOutbox, type OutboxRow } from '../store/outbox.ts';
@@ -156,8 +158,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
     return this.#queue.run(identity.environmentId, async () => {
       const started = performance.now();
       const outcome = await this.#db.transaction(async (tx) => {
-        await lockEnvironment(tx, identity.environmentId);
-        const existing = await readEnvironment(tx, identity.environmentId);
+        const existing = await lockAndReadEnvironment(tx, identity.environmentId);
         if (existing !== null) {
           await context.beforeCommit?.(tx, existing);
           return { created: false, row: existing, effects: [] };
@@ -233,8 +234,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
       let result: { value: T; sent: SendOutcome | { quarantined: string } | null };
       try {
         result = await this.#db.transaction(async (tx) => {
-          await lockEnvironment(tx, environmentId);
-          const row = await readEnvironment(tx, environmentId);
+          const row = await lockAndReadEnvironment(tx, environmentId);
           if (row === null) throw new EnvironmentNotFoundError(environmentId);
           const { event, value } = await prepare(tx, row);
           handled = event;
@@ -309,55 +309,81 @@ export class ActorRuntime<TEvent extends { type: string }> {
     if (next === restored.snapshot) return { accepted: false, row, snapshot: restored.snapshot };
 
     const projection = this.#definition.project(next);
-    const updated = await updateEnvironmentSnapshot(tx, {
-      environmentId,
-      expectedRevision: row.revision,
-      machineVersion: this.#definition.version,
-      snapshot: this.#definition.machine.getPersistedSnapshot(next),
-      ...projection,
-    });
-    if (updated === null) throw new RevisionConflictError(environmentId, row.revision);
-    await appendJournal(tx, {
-      environmentId,
-      revision: updated.revision,
-      eventType: event.type,
+    const snapshot = this.#definition.machine.getPersistedSnapshot(next);
+    const revision = row.revision + 1;
+    // The derived rows go first, written for the revision the CAS below will produce: if it fails,
+    // the transaction rolls back with them.
+    const planned = await this.#applyActions(
+      tx,
+      { ...row, ...projection, snapshot, machineVersion: this.#definition.version, revision },
+      actions,
       event,
+    );
+    const committed = await commitRevision(
+      tx,
+      {
+        environmentId,
+        expectedRevision: row.revision,
+        machineVersion: this.#definition.version,
+        snapshot,
+        ...projection,
+      },
+      {
+        eventType: event.type,
+        event,
+        fromState: restored.snapshot.value,
+        toState: next.value,
+        actor: context.actor,
+        source: context.source ?? 'system',
+      },
+      planned,
+    );
+    if (committed === null) throw new RevisionConflictError(environmentId, row.revision);
+    await context.beforeCommit?.(tx, committed.row);
+    return {
+      accepted: true,
+      row: committed.row,
+      snapshot: next,
+      effects: committed.effects,
       fromState: restored.snapshot.value,
-      toState: next.value,
-      actor: context.actor,
-      source: context.source ?? 'system',
-    });
-    const effects = await this.#writeEffects(tx, updated, actions, event);
-    await context.beforeCommit?.(tx, updated);
-    return { accepted: true, row: updated, snapshot: next, effects, fromState: restored.snapshot.value };
+    };
   }
 
   /**
    * Declared actions: `record.*` and `effect.*` go to the definition as one batch (so a row touched
-   * twice in one transition is written once), then each `effect.*` becomes an outbox row.
+   * twice in one transition is written once); returns the outbox rows the `effect.*` ones become.
    */
+  async #applyActions(
+    tx: Queryable,
+    row: EnvironmentRow,
+    actions: readonly { type: string; params?: unknown }[],
+    event: TEvent | InitEvent,
+  ): Promise<NewEffect[]> {
+    const declared = actions
+      .filter((a) => a.type.startsWith('effect.') || a.type.startsWith('record.'))
+      .map((a) => ({ type: a.type, params: a.params ?? null }));
+    if (declared.length === 0) return [];
+    await this.#definition.applyActions?.(tx, row, declared, event);
+    return declared
+      .filter((action) => action.type.startsWith('effect.'))
+      .map((action) => ({
+        kind: action.type.slice('effect.'.length),
+        payload: action.params,
+        attemptId: attemptIdOf(action.params),
+      }));
+  }
+
+  /** The initial transition's declared actions and outbox rows (create: a statement each). */
   async #writeEffects(
     tx: Queryable,
     row: EnvironmentRow,
     actions: readonly { type: string; params?: unknown }[],
     event: TEvent | InitEvent,
   ): Promise<OutboxRow[]> {
-    const declared = actions
-      .filter((a) => a.type.startsWith('effect.') || a.type.startsWith('record.'))
-      .map((a) => ({ type: a.type, params: a.params ?? null }));
-    if (declared.length === 0) return [];
-    await this.#definition.applyActions?.(tx, row, declared, event);
     const effects: OutboxRow[] = [];
-    for (const action of declared) {
-      if (!action.type.startsWith('effect.')) continue;
+    for (const effect of await this.#applyActions(tx, row, actions, event)) {
       effects.push(
-        await appendOutbox(tx, {
-          environmentId: row.environmentId,
-          revision: row.revision,
-          kind: action.type.slice('effect.'.length),
-          payload: action.params,
-          attemptId: attemptIdOf(action.params),
-        }),
+        await appendOutbox(tx, { environmentId: row.environmentId, revision: row.revision, ...effect }),
       );
     }
     return effects;

@@ -1,6 +1,7 @@
 // Sandbox lease use cases: provision, inspect, abandon, reconcile, attempt reads. Every route needs
 // WriteProjects and ReadRunSelection before the run selection is read or a provider contacted, and
-// asks again after every asynchronous step and inside the transaction before commit (Guard).
+// asks again inside the transaction of every commit and after its last read or wait before it
+// answers (Guard): once per moment, not once per step.
 import type { EnvironmentContext, RenewalContext } from '../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
@@ -54,6 +55,7 @@ import {
   type ReadinessCondition,
 } from './sandbox-readiness.ts';
 import { leaseView, type LeaseView } from './sandbox-view.ts';
+import { waitBeforeInspection, type EnvironmentChanges, type WaitOptions } from './wait.ts';
 
 export interface SandboxDeps {
   db: Queryable;
@@ -73,6 +75,8 @@ export interface SandboxDeps {
   leaseTtlMs?: number;
   /** Workspace storage read back before a lease is reserved (default: the embedded table over `db`). */
   workspaceStorage?: WorkspaceStorage;
+  /** Long-poll inspections (`?wait=`); without it an inspection runs at once. */
+  changes?: EnvironmentChanges;
 }
 
 type ProvisionEvent = Extract<EnvironmentEvent, { type: 'sandbox.provision' }>;
@@ -125,7 +129,7 @@ export class SandboxService {
   ): Promise<LeaseView> {
     const { db, provider, runtime, networkPolicies } = this.deps;
     const guard = this.#guard(caller, address);
-    const env = await guard.environment(address);
+    const env = await guard.owner(address);
     const replay = await readLeaseByKey(db, env.environmentId, request.idempotencyKey);
     if (replay !== null) {
       // A key names one request: reusing it for a different one would silently return the wrong lease.
@@ -139,7 +143,8 @@ export class SandboxService {
       return leaseView(replay);
     }
 
-    const selection = await guard.after(async () => {
+    // Asked again, with the selection, inside the commit transaction after these waits.
+    const selection = await (async () => {
       const current = await guard.selection(address.runId);
       if (current.selectionHash !== env.runSelectionHash) throw new RunSelectionChangedError(address.runId);
       selectProvider(current, provider.identity);
@@ -151,7 +156,7 @@ export class SandboxService {
         request.networkPolicyGeneration,
       );
       return current;
-    });
+    })();
 
     const outcome = await runtime.send(
       env.environmentId,
@@ -174,10 +179,9 @@ export class SandboxService {
       guard.commit(address.runId),
     );
     const lease = await readLeaseByKey(db, env.environmentId, request.idempotencyKey);
-    if (lease !== null) {
-      if (!outcome.accepted) await guard.check();
-      return leaseView(lease);
-    }
+    // Nothing committed, so no recheck ran in the transaction: ask before answering.
+    if (!outcome.accepted) await guard.check();
+    if (lease !== null) return leaseView(lease);
     if (outcome.row.lifecycleState !== 'Registered') {
       throw new LeaseConflictError(
         'environment-not-registered',
@@ -193,7 +197,7 @@ export class SandboxService {
   /** The current lease, or the newest one when none is current. */
   async current(caller: Caller, address: EnvironmentAddress): Promise<LeaseRow> {
     const guard = this.#guard(caller, address);
-    const env = await guard.environment(address);
+    const env = await guard.owner(address);
     return guard.after(() => this.#currentOrLatest(env));
   }
 
@@ -215,14 +219,19 @@ export class SandboxService {
     caller: Caller,
     address: EnvironmentAddress,
     networkPolicyGeneration: number | undefined,
+    wait?: WaitOptions,
   ): Promise<{ lease: LeaseView } & Readiness> {
     const { db, networkPolicies, runtime, runner } = this.deps;
     const timeoutMs = this.deps.describeTimeoutMs ?? 5_000;
     const guard = this.#guard(caller, address);
-    const env = await guard.environment(address);
+    await waitBeforeInspection(this.deps.changes, db, guard, address, wait);
+    const env = await guard.owner(address);
     const first = await this.#currentOrLatest(env);
-    const observation = await guard.after(() =>
-      observeLease({ runtime, runner, describeTimeoutMs: timeoutMs }, first, guard.commit(address.runId)),
+    // The describe's commit rechecks inside its transaction; the answer waits for the last check.
+    const observation = await observeLease(
+      { runtime, runner, describeTimeoutMs: timeoutMs },
+      first,
+      guard.commit(address.runId),
     );
     const request = recordedRequestOf(first);
     const verified =
@@ -256,7 +265,7 @@ export class SandboxService {
       seen.error === null &&
       seen.finished === null &&
       seen.phase === 'started';
-    const host = askHost ? await this.#askHost(guard, observed, timeoutMs) : null;
+    const host = askHost ? await this.#askHost(observed, timeoutMs) : null;
     const last = await readLeaseByOperation(db, first.operationId);
     const volume = await readVolume(db, (request?.workspace ?? first.workspace).volumeId);
     const conditions = readinessConditions({
@@ -282,10 +291,12 @@ export class SandboxService {
     };
   }
 
-  async #askHost(guard: Guard, lease: LeaseRow, timeoutMs: number) {
+  /** The Host's readiness evidence (no effect): the inspection's closing check follows it. */
+  async #askHost(lease: LeaseRow, timeoutMs: number) {
     try {
-      const answer = await guard.after(() =>
-        this.deps.agentHost.readiness(agentHostTargetOf(lease), AbortSignal.timeout(timeoutMs)),
+      const answer = await this.deps.agentHost.readiness(
+        agentHostTargetOf(lease),
+        AbortSignal.timeout(timeoutMs),
       );
       return { answer };
     } catch (error) {
@@ -309,7 +320,7 @@ export class SandboxService {
   ): Promise<{ lease: LeaseView; renewal: RenewalContext }> {
     const { db, runtime, runner } = this.deps;
     const guard = this.#guard(caller, address, ['WriteProjects']);
-    const env = await guard.environment(address);
+    const env = await guard.owner(address);
     const lease = await this.#fenced(env, request);
     const renewalOf = (context: unknown) =>
       (context as EnvironmentContext | undefined)?.sandbox.lease?.renewal ?? null;
@@ -338,14 +349,18 @@ export class SandboxService {
     );
     let renewal = renewalOf(outcome.snapshot.context);
     if (renewal?.idempotencyKey !== request.idempotencyKey) {
-      throw this.#renewRefusal(await this.#fenced(env, request, lease), renewal, now);
+      const refusal = this.#renewRefusal(await this.#fenced(env, request, lease), renewal, now);
+      await guard.check();
+      throw refusal;
     }
-    if (outcome.accepted && renewal.state === 'Pending') {
-      await guard.after(() => runner.runNow(renewal?.attemptId ?? '', this.deps.describeTimeoutMs ?? 5_000));
+    const waits = outcome.accepted && renewal.state === 'Pending';
+    if (waits) {
+      await runner.runNow(renewal.attemptId ?? '', this.deps.describeTimeoutMs ?? 5_000);
       renewal = renewalOf(await persisted()) ?? renewal;
     }
     const after = (await readLeaseByOperation(db, lease.operationId)) ?? lease;
-    await guard.check();
+    // After the provider's answer, or when nothing committed (no recheck ran in a transaction).
+    if (waits || !outcome.accepted) await guard.check();
     if (renewal.state === 'Failed') {
       throw new LeaseConflictError(
         'renew-failed',
@@ -372,7 +387,7 @@ export class SandboxService {
 
   async attempts(caller: Caller, address: EnvironmentAddress, operationId: string): Promise<AttemptRow[]> {
     const guard = this.#guard(caller, address, ['ReadRunSelection']);
-    const env = await guard.environment(address);
+    const env = await guard.owner(address);
     return guard.after(async () => {
       const lease = await readLeaseByOperation(this.deps.db, operationId);
       if (lease?.environmentId !== env.environmentId)
@@ -387,7 +402,7 @@ export class SandboxService {
     request: LeaseFences & { idempotencyKey: string },
   ): Promise<LeaseView> {
     const guard = this.#guard(caller, address);
-    const env = await guard.environment(address);
+    const env = await guard.owner(address);
     const lease = await this.#fenced(env, request);
     const outcome = await this.deps.runtime.send(
       env.environmentId,
@@ -396,9 +411,10 @@ export class SandboxService {
     );
     const after = await this.#fenced(env, request, lease);
     if (outcome.accepted) return leaseView(after);
+    // Nothing committed, so no recheck ran in the transaction: ask before answering.
+    await guard.check();
     const context = outcome.snapshot.context as EnvironmentContext;
     if (context.sandbox.lease?.release?.idempotencyKey === request.idempotencyKey) {
-      await guard.check();
       return leaseView(after);
     }
     throw new LeaseConflictError(
@@ -422,7 +438,7 @@ export class SandboxService {
     networkPolicy: { generation: number; verified: boolean } | null;
   }> {
     const guard = this.#guard(caller, address);
-    const env = await guard.environment(address);
+    const env = await guard.owner(address);
     const named = await readLeaseByOperation(this.deps.db, request.operationId);
     if (named?.environmentId !== env.environmentId)
       throw new LeaseNotFoundError(`no operation ${request.operationId} here`);
@@ -482,7 +498,8 @@ export class SandboxService {
       claimTtlMs(timeoutMs),
       guard.commit(runId),
     );
-    if (attemptId !== null) await guard.after(() => runner.runNow(attemptId, timeoutMs));
+    // The reconcile's closing check follows this wait.
+    if (attemptId !== null) await runner.runNow(attemptId, timeoutMs);
     const row = await readCleanup(db, item.cleanupId);
     return row === null ? null : this.#cleanupView(row);
   }
@@ -496,7 +513,7 @@ export class SandboxService {
   /** The Environment's late-resource cleanup records, oldest first; never calls a provider. */
   async cleanups(caller: Caller, address: EnvironmentAddress): Promise<CleanupView[]> {
     const guard = this.#guard(caller, address, ['ReadRunSelection']);
-    const env = await guard.environment(address);
+    const env = await guard.owner(address);
     return guard.after(async () => {
       const rows = await readCleanupsOf(this.deps.db, env.environmentId);
       return Promise.all(rows.map((row) => this.#cleanupView(row)));

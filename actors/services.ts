@@ -22,6 +22,7 @@ import { PlacementService } from './placement.ts';
 import { RuntimeProfileService } from './runtime-profiles.ts';
 import { SandboxService } from './sandbox.ts';
 import { WorkspaceService } from './workspaces.ts';
+import { EnvironmentChanges } from './wait.ts';
 
 export type EnvironmentRuntime = ActorRuntime<EnvironmentEvent>;
 
@@ -59,9 +60,10 @@ export function createServices(deps: {
   const agentHost = deps.agentHost ?? new EmbeddedAgentHost({ db: deps.db });
   const placement = new PlacementService(deps);
   const { agentHostProfiles: configuration } = deps;
+  const changes = new EnvironmentChanges({ db: deps.db, runtime: deps.runtime });
   return {
-    lifecycle: new LifecycleService(deps),
-    sandbox: new SandboxService({ ...deps, agentHost }),
+    lifecycle: new LifecycleService({ ...deps, changes }),
+    sandbox: new SandboxService({ ...deps, agentHost, changes }),
     placement,
     runtimeProfiles: new RuntimeProfileService({
       ...deps,

@@ -32,7 +32,8 @@ export class WorkspaceService {
     idempotencyKey: string,
   ): Promise<{ created: boolean; volume: VolumeView }> {
     const guard = new Guard(this.deps, caller, address.projectId, ['WriteProjects']);
-    await guard.environment(address);
+    // Asked again inside the transaction before commit.
+    await guard.owner(address);
     const result = await this.deps.db.transaction(async (tx) => {
       await lockEnvironment(tx, address.environmentId);
       const env = await readEnvironment(tx, address.environmentId);

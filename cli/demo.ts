@@ -373,7 +373,8 @@ export async function demoCommand(options: DemoOptions): Promise<void> {
   );
 
   const readLease = async () =>
-    (await client.call<{ lease: Lease }>('read sandbox', 'GET', `${env}/sandbox`, user)).body.lease;
+    // Long-poll: the server answers once the Environment changes (or after 2 s), not every poll.
+    (await client.call<{ lease: Lease }>('read sandbox', 'GET', `${env}/sandbox?wait=2s`, user)).body.lease;
   const leaseStatus = (lease: Lease) => ({
     text: `${pad(lease.state, 22)} phase ${pad(lease.phase ?? '-', 11)}`,
     key: `${lease.state}/${lease.phase ?? '-'}`,

@@ -3,6 +3,7 @@ import { cleanupViewSchema } from '../actors/cleanups.ts';
 import { conditionSchema } from '../actors/sandbox-readiness.ts';
 import { leaseViewSchema } from '../actors/sandbox-view.ts';
 import { MAX_INT32 } from '../lib/limits.ts';
+import { waitQuery } from './schemas.ts';
 import {
   abandonEventSchema,
   generationSchema,
@@ -131,3 +132,6 @@ export const networkPolicyQuery = z.object({
     .optional()
     .openapi({ param: { name: 'networkPolicyGeneration', in: 'query' }, example: 1 }),
 });
+
+/** The inspection's query: the network policy generation to verify, and an optional long-poll wait. */
+export const inspectQuery = networkPolicyQuery.extend(waitQuery.shape);

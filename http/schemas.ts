@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { maxWaitMs } from '../actors/wait.ts';
 import { MAX_INT32 } from '../lib/limits.ts';
 import { identifierSchema, idempotencyKeySchema } from '../machines/environment-events.ts';
 import { lifecycleStates } from '../machines/environment-context.ts';
@@ -71,3 +72,38 @@ export const json = <T extends z.ZodType>(schema: T, description: string) => ({
   description,
   content: { 'application/json': { schema } },
 });
+
+/** `?wait=5s` (also `500ms`, or bare seconds) up to 30 s, and `after=<revision>`: a long-poll read. */
+export const waitQuery = z.object({
+  wait: z
+    .string()
+    .regex(/^\d{1,6}(ms|s)?$/, 'is not a duration such as 5s or 500ms')
+    .transform((text) =>
+      text.endsWith('ms') ? Number(text.slice(0, -2)) : Number(text.replace(/s$/, '')) * 1000,
+    )
+    .refine((ms) => ms <= maxWaitMs, `may be at most ${maxWaitMs / 1000}s`)
+    .optional()
+    .openapi({
+      param: { name: 'wait', in: 'query' },
+      description:
+        'Wait up to this long (at most 30s) for the Environment revision to pass `after` before answering',
+      example: '5s',
+    }),
+  after: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .openapi({
+      param: { name: 'after', in: 'query' },
+      description: 'With wait: the revision the caller saw (default: the revision when the wait starts)',
+      example: 3,
+    }),
+});
+
+/** The service's wait options from the parsed query (undefined: answer now). */
+export function waitOptionsOf(query: { wait?: number | undefined; after?: number | undefined }) {
+  if (query.wait === undefined) return undefined;
+  return query.after === undefined ? { waitMs: query.wait } : { waitMs: query.wait, after: query.after };
+}

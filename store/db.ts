@@ -18,3 +18,20 @@ export interface Database extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+// Hot statements are named once, and the pg driver prepares each name once per connection: later
+// runs skip PostgreSQL's parse and plan and send only Bind/Execute. PGlite ignores the names.
+const statementNames = new Map<string, string>();
+
+/** Registers `sql` as a named prepared statement (a module-level constant; never a dynamic string). */
+export function prepared(name: string, sql: string): string {
+  const taken = statementNames.get(sql);
+  if (taken !== undefined && taken !== name) throw new Error(`statement already named ${taken}`);
+  statementNames.set(sql, name);
+  return sql;
+}
+
+/** The prepared statement name of `sql`, when it has one. */
+export function statementNameOf(sql: string): string | undefined {
+  return statementNames.get(sql);
+}

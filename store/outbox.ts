@@ -10,13 +10,13 @@ export interface OutboxRow {
   attemptId: string | null;
 }
 
-const columns = `outbox_id::int AS "outboxId", environment_id AS "environmentId", revision::int AS revision,
+export const outboxColumns = `outbox_id::int AS "outboxId", environment_id AS "environmentId", revision::int AS revision,
   kind, payload, attempt_id AS "attemptId"`;
 
 export async function appendOutbox(tx: Queryable, row: Omit<OutboxRow, 'outboxId'>): Promise<OutboxRow> {
   const { rows } = await tx.query<OutboxRow>(
     `INSERT INTO outbox (environment_id, revision, kind, payload, attempt_id) VALUES ($1, $2, $3, $4, $5)
-     RETURNING ${columns}`,
+     RETURNING ${outboxColumns}`,
     [row.environmentId, row.revision, row.kind, JSON.stringify(row.payload), row.attemptId],
   );
   const inserted = rows[0];
@@ -26,7 +26,7 @@ export async function appendOutbox(tx: Queryable, row: Omit<OutboxRow, 'outboxId
 
 export async function readOutbox(q: Queryable, environmentId: string): Promise<OutboxRow[]> {
   const { rows } = await q.query<OutboxRow>(
-    `SELECT ${columns} FROM outbox WHERE environment_id = $1 ORDER BY outbox_id`,
+    `SELECT ${outboxColumns} FROM outbox WHERE environment_id = $1 ORDER BY outbox_id`,
     [environmentId],
   );
   return rows;

@@ -5,7 +5,7 @@
 // bounded number of times; values PostgreSQL refuses (class 22) become InvalidValueError (400).
 import pg from 'pg';
 import { DatabaseUnavailableError, asDatabaseError, classifyDatabaseError } from './database-errors.ts';
-import type { Database, Queryable, QueryResult } from './db.ts';
+import { statementNameOf, type Database, type Queryable, type QueryResult } from './db.ts';
 
 export interface PgDatabaseOptions {
   connectionString: string;
@@ -22,7 +22,11 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   return {
     async query<R>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
       try {
-        const result = await client.query(sql, params as unknown[] | undefined);
+        const values = params as unknown[] | undefined;
+        const name = statementNameOf(sql);
+        const result = await (name === undefined
+          ? client.query(sql, values)
+          : client.query({ name, text: sql, ...(values === undefined ? {} : { values }) }));
         return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
       } catch (error) {
         throw asDatabaseError(error);

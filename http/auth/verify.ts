@@ -1,5 +1,9 @@
 // Every way a token can fail becomes an AuthenticationError with a fixed, caller-safe reason. jose
 // errors are never passed on as `cause` for claim failures because they carry the decoded payload.
+// A verified token's principal is kept (keyed by the token's SHA-256, never the token) until its
+// `exp` and for at most a bounded age, so that a key rotation or revocation is noticed; a refused
+// token is never kept, and the cache holds a bounded number of entries (least recently used out).
+import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
 import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 
@@ -14,11 +18,23 @@ export { AuthenticationError } from './authentication-error.ts';
 export type TokenVerifierOptions = (
   | { kind: 'hs256'; key: Uint8Array; issuer: string; audience: string }
   | { kind: 'jwks'; jwksUrl: string; issuer: string; audience: string; algorithms: string[] }
-) & { now?: () => Date };
+) & { now?: () => Date; cache?: VerifiedTokenCacheOptions | false };
+
+export interface VerifiedTokenCacheOptions {
+  /** Verified tokens kept (default 10,000); the least recently used goes first. */
+  maxEntries?: number;
+  /** The longest a verification is reused, whatever the token's `exp` (default 60 s). */
+  maxAgeMs?: number;
+}
 
 export interface TokenVerifier {
   verify(authorizationHeader: string | undefined): Promise<Principal>;
+  /** How many tokens were verified (signature and claims) and how many answers came from the cache. */
+  readonly stats?: { verified: number; cached: number; size: number };
 }
+
+const DEFAULT_MAX_ENTRIES = 10_000;
+const DEFAULT_MAX_AGE_MS = 60_000;
 
 const CLOCK_TOLERANCE_SECONDS = 5;
 // RFC 6750 b64token after a case-insensitive scheme.
@@ -26,13 +42,26 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
   const [key, algorithms] = resolveKey(options);
+  const cache = options.cache === false ? null : new VerifiedTokens(options.cache ?? {});
+  const clock = () => (options.now ? options.now() : new Date()).getTime();
+  const stats = { verified: 0, cached: 0, size: 0 };
   return {
+    get stats() {
+      return { ...stats, size: cache?.size ?? 0 };
+    },
     async verify(authorizationHeader) {
       const token = authorizationHeader === undefined ? undefined : BEARER.exec(authorizationHeader)?.[1];
       if (token === undefined) {
         const malformed = authorizationHeader !== undefined && /^Bearer\s+\S/i.test(authorizationHeader);
         throw new AuthenticationError(malformed ? 'malformed token' : 'missing bearer token', malformed);
       }
+      const id = cache === null ? '' : tokenId(token);
+      const kept = cache?.get(id, clock());
+      if (kept !== undefined) {
+        stats.cached += 1;
+        return kept;
+      }
+      stats.verified += 1;
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, key, {
@@ -46,9 +75,60 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       } catch (err) {
         throw toAuthenticationError(err);
       }
-      return principalFrom(payload);
+      const principal = principalFrom(payload);
+      // Kept until `exp` itself (no clock tolerance), so a cached answer never outlives the token.
+      if (cache !== null && typeof payload.exp === 'number')
+        cache.set(id, principal, payload.exp * 1000, clock());
+      return principal;
     },
   };
+}
+
+function tokenId(token: string): string {
+  return createHash('sha256').update(token).digest('base64url');
+}
+
+/** Verified principals by token hash, each until its deadline; a Map in recency order is the LRU. */
+class VerifiedTokens {
+  readonly #entries = new Map<string, { principal: Principal; until: number }>();
+  readonly #maxEntries: number;
+  readonly #maxAgeMs: number;
+
+  constructor(options: VerifiedTokenCacheOptions) {
+    this.#maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    this.#maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
+    if (!(this.#maxEntries >= 1) || !(this.#maxAgeMs >= 0)) throw new Error('invalid token cache bounds');
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get(id: string, now: number): Principal | undefined {
+    const entry = this.#entries.get(id);
+    if (entry === undefined) return undefined;
+    this.#entries.delete(id);
+    if (now >= entry.until) return undefined;
+    this.#entries.set(id, entry);
+    return entry.principal;
+  }
+
+  set(id: string, principal: Principal, expiresAt: number, now: number): void {
+    const until = Math.min(expiresAt, now + this.#maxAgeMs);
+    if (until <= now) return;
+    this.#entries.delete(id);
+    this.#entries.set(id, { principal: freeze(principal), until });
+    while (this.#entries.size > this.#maxEntries) {
+      const oldest = this.#entries.keys().next().value as string;
+      this.#entries.delete(oldest);
+    }
+  }
+}
+
+/** One principal object answers many requests: none of them may change it for the others. */
+function freeze(principal: Principal): Principal {
+  if (principal.runBinding !== undefined) Object.freeze(principal.runBinding);
+  return Object.freeze(principal);
 }
 
 function resolveKey(options: TokenVerifierOptions): [Uint8Array | JWTVerifyGetKey, string[]] {

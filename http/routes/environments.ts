@@ -12,6 +12,8 @@ import {
   projectParams,
   registerBody,
   releaseBody,
+  waitOptionsOf,
+  waitQuery,
 } from '../schemas.ts';
 
 const base = '/api/projects/{projectId}/runs/{runId}/environments';
@@ -57,11 +59,12 @@ const lifecycle = createRoute({
   path: `${base}/{environmentId}/lifecycle`,
   summary: 'Read the durable lifecycle of an Environment',
   security,
-  request: { params: environmentParams },
+  request: { params: environmentParams, query: waitQuery },
   responses: {
     200: json(lifecycleSchema, 'The lifecycle snapshot'),
     ...commonProblems,
     404: problem('No such Environment for this caller'),
+    503: problem('Too many waiting requests in this process; ask again without wait'),
   },
 });
 
@@ -89,7 +92,11 @@ export function environmentRoutes(service: LifecycleService): OpenAPIHono<AppEnv
   });
 
   app.openapi(lifecycle, async (c) => {
-    const view = await service.read(c.var.principal, c.req.valid('param'));
+    const view = await service.read(
+      c.var.principal,
+      c.req.valid('param'),
+      waitOptionsOf(c.req.valid('query')),
+    );
     c.header('cache-control', 'no-store');
     return c.json(view, 200);
   });

@@ -5,14 +5,14 @@ import type { SandboxService } from '../../actors/sandbox.ts';
 import type { WorkspaceService } from '../../actors/workspaces.ts';
 import type { AttemptRow } from '../../store/attempts.ts';
 import type { AppEnv } from '../context.ts';
-import { commonProblems, environmentParams, json, problem } from '../schemas.ts';
+import { commonProblems, environmentParams, json, problem, waitOptionsOf } from '../schemas.ts';
 import {
   abandonBody,
   attemptSchema,
   cleanupSchema,
   inspectSchema,
   leaseSchema,
-  networkPolicyQuery,
+  inspectQuery,
   provisionBody,
   reconcileBody,
   reconcileSchema,
@@ -65,8 +65,12 @@ const routes = {
     summary:
       'Inspect the current lease; readyForDispatch needs exact observation and fresh network verification',
     security,
-    request: { params: environmentParams, query: networkPolicyQuery },
-    responses: { 200: json(inspectSchema, 'The lease and its readiness'), ...problems },
+    request: { params: environmentParams, query: inspectQuery },
+    responses: {
+      200: json(inspectSchema, 'The lease and its readiness'),
+      ...problems,
+      503: problem('Too many waiting requests in this process; ask again without wait'),
+    },
   }),
   attempts: createRoute({
     method: 'get',
@@ -207,6 +211,7 @@ export function sandboxRoutes(service: SandboxService, workspaces: WorkspaceServ
         c.var.principal,
         c.req.valid('param'),
         c.req.valid('query').networkPolicyGeneration,
+        waitOptionsOf(c.req.valid('query')),
       ),
       200,
     ),

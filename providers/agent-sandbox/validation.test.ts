@@ -185,6 +185,12 @@ describe.skipIf(skipWithoutCrds)('Agent Sandbox read-back validation', () => {
     it.each(cases)('%s', async (_case, tamper, code) => {
       const made = request();
       const resource = await provider.provision(made, budget());
+      // Provision answers once the claim exists; tamper only after the controllers made the whole
+      // chain (the Pod last), or a Pod case would find nothing to tamper with on a slow machine.
+      const pod = refs.pod(objectNames(made.owner.operationId).claim);
+      for (const until = Date.now() + 10_000; fake.objects.get(pod) === undefined && Date.now() < until;) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
       fake.controller.pause();
       try {
         tamper(objectNames(made.owner.operationId), made);

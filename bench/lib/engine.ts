@@ -1,0 +1,241 @@
+// Sandlot's engine alone, for comparison with the peers' engine-only harnesses: the same lifecycle
+// (register → Workspace volume → provision → inspect until readyForDispatch → release → Released)
+// driven through the services in-process (actors/services.ts), with the simulated provider and
+// in-process workers over PostgreSQL, as test/support/harness.ts builds them: no HTTP and no
+// authentication, and Projects and run selection answered from memory, so that only the engine's
+// own work (its transactions, the runtime, the workers) is measured.
+import pg from 'pg';
+import type { Caller, ProjectsAuthority, RunSelection, RunSelectionSource } from '../../actors/ports.ts';
+import { createPgDatabase } from '../../store/pg-database.ts';
+import { TableRunSelections } from '../../store/run-selections.ts';
+import { allPermissions, buildHarness, seedProject, type Harness } from '../../test/support/harness.ts';
+import type { WorkerSettings } from '../../workers/host.ts';
+import { createBenchDatabase, openProbe, type BenchDatabase, type PgProbe } from './postgres.ts';
+import { progress, status } from './progress.ts';
+import { PROJECT, RUN, SUBJECT, TENANT } from './stack.ts';
+import { Samples, round, type Summary } from './stats.ts';
+import { openWindow } from './window.ts';
+
+export interface EngineOptions {
+  /** Lifecycles per concurrency point (default 200). */
+  n?: number;
+  /** Lifecycles in flight (default [1, 8, 64]). */
+  clients?: number[];
+  /** Pause between two polling reads of one lifecycle (default 50 ms). */
+  pollMs?: number;
+  /** Worker concurrency (default 8, as `sandlot worker`). */
+  workerConcurrency?: number;
+  /** A database to use (a schema `engine_<time>` is created in it); default a throw-away one. */
+  database?: BenchDatabase;
+}
+
+export interface EnginePoint {
+  variant: 'engine';
+  clients: number;
+  n: number;
+  completed: number;
+  failed: number;
+  errors: string[];
+  wallMs: number;
+  lifecyclesPerSecond: number;
+  writeTransactionsPerLifecycle: number;
+  writeCommitsPerSecond: number;
+  otherDatabaseCommits: number;
+  cpuMsPerLifecycle: { engine: number; postgres: number };
+  latencyMs: Record<string, Summary>;
+}
+
+// Production defaults of `sandlot worker` (the test harness polls faster).
+const productionLike = (concurrency: number): WorkerSettings => ({
+  concurrency,
+  callTimeoutMs: 30_000,
+  reconcileEveryMs: 5_000,
+  republishAfterMs: 5_000,
+  relayPollMs: 1_000,
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs the engine-only lifecycle at each client count and returns one point per count. */
+export async function runEngineOnly(options: EngineOptions = {}): Promise<EnginePoint[]> {
+  const n = options.n ?? 200;
+  const clientCounts = options.clients ?? [1, 8, 64];
+  const pollMs = options.pollMs ?? 50;
+  const own = options.database === undefined;
+  const database = options.database ?? (await createBenchDatabase());
+  const schema = `engine_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: database.url });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const db = createPgDatabase({ connectionString: database.url, schema, max: 10 });
+  let frozen: RunSelection | null = null;
+  const authority: ProjectsAuthority = { permissions: () => Promise.resolve(new Set(allPermissions)) };
+  const selections: RunSelectionSource = { get: () => Promise.resolve(frozen) };
+  let h: Harness | undefined;
+  let probe: PgProbe | undefined;
+  try {
+    h = await buildHarness(db, {
+      authority,
+      selections,
+      workers: productionLike(options.workerConcurrency ?? 8),
+    });
+    await seedProject(h, { tenant: TENANT, project: PROJECT, run: RUN, subject: SUBJECT });
+    frozen = await new TableRunSelections(db).get(TENANT, PROJECT, RUN);
+    const operator = await h.token(TENANT, 'ops', { operator: true });
+    const policy = await h.request('PUT', `/admin/tenants/${TENANT}/projects/${PROJECT}/network-policies/1`, {
+      token: operator,
+      body: { policy: { egress: [{ toFQDNs: ['registry.npmjs.org'] }] } },
+    });
+    if (policy.status !== 201) throw new Error(`network policy: ${policy.status}`);
+    probe = await openProbe(database);
+    const points: EnginePoint[] = [];
+    // A short warm-up (JIT, pool connections), not measured.
+    await drive(h, {
+      n: Math.min(20, n),
+      clients: 4,
+      pollMs,
+      tag: `${schema}-warm`,
+      label: 'engine warm-up',
+    });
+    for (const clients of clientCounts) {
+      status(`engine-only: ${n} lifecycles, ${clients} in flight`);
+      const window = await openWindow(probe, { fixed: {}, postgres: true });
+      const cpuBefore = process.cpuUsage();
+      const run = await drive(h, {
+        n,
+        clients,
+        pollMs,
+        tag: `${schema}-c${clients}`,
+        label: `engine c=${clients}`,
+      });
+      const cpu = process.cpuUsage(cpuBefore);
+      const measured = await window.stop();
+      const done = Math.max(1, run.completed);
+      points.push({
+        variant: 'engine',
+        clients,
+        n,
+        completed: run.completed,
+        failed: n - run.completed,
+        errors: run.errors,
+        wallMs: round(run.wallMs),
+        lifecyclesPerSecond: round(run.completed / (run.wallMs / 1000), 2),
+        writeTransactionsPerLifecycle: round(measured.writeTransactions / done, 2),
+        writeCommitsPerSecond: round(measured.writeTransactions / (run.wallMs / 1000), 1),
+        otherDatabaseCommits: measured.otherDatabaseCommits,
+        cpuMsPerLifecycle: {
+          engine: round((cpu.user + cpu.system) / 1000 / done, 2),
+          postgres: round((measured.cpuMs['postgres'] ?? 0) / done, 2),
+        },
+        latencyMs: run.samples.summaries(),
+      });
+    }
+    return points;
+  } finally {
+    await probe?.close();
+    await h?.close();
+    await db.close();
+    if (own) await database.drop();
+    else {
+      const cleanup = new pg.Client({ connectionString: database.url });
+      await cleanup.connect();
+      await cleanup.query(`DROP SCHEMA ${schema} CASCADE`);
+      await cleanup.end();
+    }
+  }
+}
+
+interface DriveRun {
+  completed: number;
+  errors: string[];
+  wallMs: number;
+  samples: Samples;
+}
+
+async function drive(
+  h: Harness,
+  o: { n: number; clients: number; pollMs: number; tag: string; label: string },
+): Promise<DriveRun> {
+  const caller: Caller = { tenantId: TENANT, subject: SUBJECT };
+  const { lifecycle, sandbox, workspaces } = h.services;
+  const samples = new Samples();
+  const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const value = await fn();
+    samples.add(name, performance.now() - started);
+    return value;
+  };
+  const one = async (index: number) => {
+    const started = performance.now();
+    const deadline = started + 120_000;
+    const { view } = await timed('register', () =>
+      lifecycle.register(caller, { projectId: PROJECT, runId: RUN, idempotencyKey: `${o.tag}-${index}` }),
+    );
+    const address = { projectId: PROJECT, runId: RUN, environmentId: view.environmentId };
+    const { volume } = await timed('workspace', () => workspaces.createVolume(caller, address, 'ws-1'));
+    await timed('provision', () =>
+      sandbox.provision(caller, address, {
+        idempotencyKey: 'prov-1',
+        workspace: {
+          volumeId: volume.volumeId,
+          resourceGeneration: volume.resourceGeneration,
+          dataGeneration: volume.dataGeneration,
+          mountPath: '/workspace',
+          readOnly: false,
+        },
+        networkPolicyGeneration: 1,
+      }),
+    );
+    const provisioned = performance.now();
+    let active = false;
+    for (;;) {
+      const seen = await timed('inspect', () => sandbox.inspect(caller, address, 1));
+      if (!active && seen.lease.state === 'Active') {
+        active = true;
+        samples.add('provision→Active', performance.now() - provisioned);
+      }
+      if (seen.readyForDispatch) break;
+      if (performance.now() > deadline) throw new Error(`inspect: not ready in time (${seen.lease.state})`);
+      await sleep(o.pollMs);
+    }
+    samples.add('provision→ready', performance.now() - provisioned);
+    const releasing = performance.now();
+    let state = (
+      await timed('release', () =>
+        lifecycle.release(caller, address, { expectedLifecycleGeneration: 1, idempotencyKey: 'release-1' }),
+      )
+    ).state;
+    while (state !== 'Released') {
+      if (performance.now() > deadline) throw new Error(`lifecycle: not Released in time (${state})`);
+      await sleep(o.pollMs);
+      state = (await timed('read lifecycle', () => lifecycle.read(caller, address))).state;
+    }
+    samples.add('release→Released', performance.now() - releasing);
+    samples.add('whole lifecycle', performance.now() - started);
+  };
+  const bar = progress(o.label, o.n);
+  let next = 0;
+  let completed = 0;
+  let failures = 0;
+  const errors: string[] = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(o.clients, o.n) }, async () => {
+      while (next < o.n) {
+        const index = next++;
+        try {
+          await one(index);
+          completed++;
+        } catch (error) {
+          failures++;
+          if (errors.length < 20) errors.push(error instanceof Error ? error.message : String(error));
+        }
+        bar.tick(completed + failures);
+      }
+    }),
+  );
+  const wallMs = performance.now() - started;
+  bar.done(failures === 0 ? undefined : `(${failures} failed)`);
+  return { completed, errors, wallMs, samples };
+}
