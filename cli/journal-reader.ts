@@ -37,7 +37,7 @@ export async function markEmbeddedServe(config: Config): Promise<() => Promise<v
   return () => rm(file, { force: true });
 }
 
-async function refuseWhileServing(config: Config): Promise<void> {
+export async function refuseWhileServing(config: Config): Promise<void> {
   if (config.mode !== 'embedded') return;
   const text = await readFile(pidFileOf(config), 'utf8').catch(() => null);
   const pid = text === null ? Number.NaN : Number(text.trim());

@@ -159,6 +159,17 @@ function buildProgram(): Command {
       (await import('./history.ts')).historyCommand(environmentId, options),
     );
 
+  command(program, 'audit')
+    .description(
+      'check invariants against the database and the provider: leases, orphans, journals, calls (exit 1 on findings)',
+    )
+    .option('--json', 'print the report as one JSON document instead of a table', false)
+    .addHelpText(
+      'after',
+      examples('DATABASE_URL=postgres://… sandlot audit', 'sandlot audit --json | jq .counts'),
+    )
+    .action(async (options: { json: boolean }) => (await import('./audit.ts')).auditCommand(options));
+
   command(program, 'inspector')
     .description('run the local inspector relay: a page that frames the Stately inspector, and its WebSocket')
     .option(

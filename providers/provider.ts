@@ -119,3 +119,19 @@ export interface SandboxProvider {
   /** Deletes and waits until an exact lookup shows the resource gone. */
   release(request: ReleaseRequest, options: CallOptions): Promise<ReleaseReceipt>;
 }
+
+/** One resource as the provider's own inventory lists it: its identity and the owner stamped on it. */
+export interface InventoryEntry {
+  resourceId: string;
+  owner: OwnerBinding;
+}
+
+/**
+ * An optional capability, apart from the SandboxProvider port: every live resource this provider
+ * holds that carries Sandlot's owner stamp, whoever's it is. Only `sandlot audit` uses it (to find
+ * orphans without knowing their owners); nothing on the lifecycle path may depend on it. An error or
+ * a partial read throws, never a short list.
+ */
+export interface ProviderInventory {
+  inventory(options: CallOptions): Promise<InventoryEntry[]>;
+}

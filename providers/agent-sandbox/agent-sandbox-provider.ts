@@ -7,8 +7,10 @@ import { definitive, ProviderError, uncertain } from '../errors.ts';
 import type {
   CallOptions,
   DescribeResult,
+  InventoryEntry,
   OwnedQuery,
   ProviderIdentity,
+  ProviderInventory,
   ProviderOptionsSnapshot,
   ProviderResource,
   ProvisionRequest,
@@ -23,7 +25,7 @@ import { agentSandboxIdentity } from './identity.ts';
 import { clusterPinOf } from './cluster-pin.ts';
 import { KubeClient } from './kube-client.ts';
 import { budget } from './kube-errors.ts';
-import { describe, listOwned } from './list-owned.ts';
+import { describe, inventory, listOwned } from './list-owned.ts';
 import type { AdapterContext } from './observe.ts';
 import { parseSnapshot, snapshotOf, type AgentSandboxSnapshot } from './options-snapshot.ts';
 import type { AgentSandboxOptions } from './options.ts';
@@ -37,9 +39,9 @@ export interface AgentSandboxProviderDeps {
   kubeConfig: KubeConfig;
 }
 
-type Operation = 'provision' | 'describe' | 'listOwned' | 'renew' | 'release';
+type Operation = 'provision' | 'describe' | 'listOwned' | 'renew' | 'release' | 'inventory';
 
-export class AgentSandboxProvider implements SandboxProvider {
+export class AgentSandboxProvider implements SandboxProvider, ProviderInventory {
   readonly identity: ProviderIdentity;
   private readonly kubeConfig: KubeConfig;
   private readonly kube: KubeClient;
@@ -69,6 +71,11 @@ export class AgentSandboxProvider implements SandboxProvider {
 
   listOwned(query: OwnedQuery, options: CallOptions): Promise<ProviderResource[]> {
     return this.call('listOwned', query.options, options, (context) => listOwned(context, query, options));
+  }
+
+  /** Every SandboxClaim with Sandlot's owner labels in the configured namespace (`sandlot audit`). */
+  inventory(options: CallOptions): Promise<InventoryEntry[]> {
+    return this.call('inventory', this.snapshot, options, (context) => inventory(context, options));
   }
 
   renew(request: RenewRequest, options: CallOptions): Promise<RenewReceipt> {

@@ -3,8 +3,15 @@
 // same validation as describe. Anything wrong (an error, a page, an object that does not match the
 // selector it was listed under) throws: the caller must never mistake a partial read for "nothing".
 import { definitive, ownership } from '../errors.ts';
-import type { CallOptions, DescribeResult, OwnedQuery, ProviderResource, ResourceRef } from '../provider.ts';
-import { isLabelValue, objectNames, parseResourceId } from './names.ts';
+import type {
+  CallOptions,
+  DescribeResult,
+  InventoryEntry,
+  OwnedQuery,
+  ProviderResource,
+  ResourceRef,
+} from '../provider.ts';
+import { isLabelValue, LABELS, MANAGED_BY, objectNames, parseResourceId, resourceIdOf } from './names.ts';
 import { awaitObserved, type AdapterContext } from './observe.ts';
 import { ownerOf, ownerSelector, validateOwner } from './owner-labels.ts';
 
@@ -48,6 +55,24 @@ export async function listOwned(
     if (observed.state === 'observed') resources.push(observed.resource);
   }
   return resources.sort((a, b) => (a.resourceId < b.resourceId ? -1 : a.resourceId > b.resourceId ? 1 : 0));
+}
+
+/**
+ * Every SandboxClaim Sandlot manages in the snapshot's namespace, whoever owns it (the audit's orphan
+ * check). A claim whose owner labels are incomplete throws: the audit must not skip what it cannot read.
+ */
+export async function inventory(context: AdapterContext, call: CallOptions): Promise<InventoryEntry[]> {
+  const { kube, snapshot } = context;
+  const claims = await kube.listCustom(
+    'SandboxClaim',
+    snapshot.namespace,
+    `${LABELS.managedBy}=${MANAGED_BY}`,
+    call,
+  );
+  return claims.map((claim) => ({
+    resourceId: resourceIdOf(claim.metadata?.name ?? '', claim.metadata?.uid ?? ''),
+    owner: ownerOf(claim),
+  }));
 }
 
 export async function describe(

@@ -15,13 +15,17 @@ import {
   type SimulatedResourceFilter,
   type SimulatedResourceRow,
 } from '../../store/simulated-resources.ts';
+import { insertSimulatedCall, type SimulatedCall } from '../../store/simulated-calls.ts';
 import { callBudget } from '../call-budget.ts';
 import { definitive, ProviderError, uncertain } from '../errors.ts';
 import type {
   CallOptions,
   DescribeResult,
+  InventoryEntry,
   OwnedQuery,
+  OwnerBinding,
   ProviderIdentity,
+  ProviderInventory,
   ProviderOptionsSnapshot,
   ProviderPhase,
   ProviderResource,
@@ -60,7 +64,7 @@ export function simulatedResourceId(operationId: string): string {
   return `sim-${createHash('sha256').update(operationId).digest('hex').slice(0, 20)}`;
 }
 
-export class SimulatedProvider implements SandboxProvider {
+export class SimulatedProvider implements SandboxProvider, ProviderInventory {
   readonly identity: ProviderIdentity;
   private readonly db: Database;
   private readonly now: () => number;
@@ -88,7 +92,7 @@ export class SimulatedProvider implements SandboxProvider {
   }
 
   provision(request: ProvisionRequest, options: CallOptions): Promise<ProviderResource> {
-    return this.call('provision', options, async (decision) => {
+    return this.call('provision', loggedOf(request.owner), options, async (decision) => {
       validateOwner(request.owner);
       const expiresAt = request.expiresAt ?? null;
       if (expiresAt !== null) instantMs(expiresAt, 'expiresAt');
@@ -108,7 +112,7 @@ export class SimulatedProvider implements SandboxProvider {
   }
 
   describe(ref: ResourceRef, options: CallOptions): Promise<DescribeResult> {
-    return this.call('describe', options, async () => {
+    return this.call('describe', loggedOf(ref.owner), options, async () => {
       const row = await findSimulatedResource(this.db, ref.resourceId);
       if (row === null || row.deleted) return { present: false };
       assertOwnedBy(row.owner, ref.owner, ref.resourceId);
@@ -117,7 +121,7 @@ export class SimulatedProvider implements SandboxProvider {
   }
 
   listOwned(query: OwnedQuery, options: CallOptions): Promise<ProviderResource[]> {
-    return this.call('listOwned', options, async () => {
+    return this.call('listOwned', loggedOf(query.owner), options, async () => {
       const filter: SimulatedResourceFilter = {
         ownerHash: query.owner.ownerHash,
         providerFence: query.owner.providerFence,
@@ -130,7 +134,7 @@ export class SimulatedProvider implements SandboxProvider {
 
   /** Moves the recorded term only; like the cluster's backstop, it never releases anything itself. */
   renew(request: RenewRequest, options: CallOptions): Promise<RenewReceipt> {
-    return this.call('renew', options, async () => {
+    return this.call('renew', loggedOf(request.owner), options, async () => {
       const expiresAtMs = instantMs(request.expiresAt, 'expiresAt');
       const row = await findSimulatedResource(this.db, request.resourceId);
       if (row === null || row.deleted) throw absent(request.resourceId);
@@ -144,7 +148,7 @@ export class SimulatedProvider implements SandboxProvider {
   }
 
   release(request: ReleaseRequest, options: CallOptions): Promise<ReleaseReceipt> {
-    return this.call('release', options, async () => {
+    return this.call('release', loggedOf(request.owner), options, async () => {
       const row = await findSimulatedResource(this.db, request.resourceId);
       if (row !== null && !row.deleted) {
         assertOwnedBy(row.owner, request.owner, request.resourceId);
@@ -161,6 +165,16 @@ export class SimulatedProvider implements SandboxProvider {
         idempotencyKey: request.idempotencyKey,
       };
     });
+  }
+
+  /**
+   * Every live resource in the table, whoever owns it (`sandlot audit`'s orphan check). Not a
+   * provider call on anyone's behalf: it is neither logged nor subject to faults.
+   */
+  async inventory(options: CallOptions): Promise<InventoryEntry[]> {
+    budget.check(options, 'listOwned');
+    const rows = await listSimulatedResources(this.db, {});
+    return rows.map((row) => ({ resourceId: row.resourceId, owner: pickOwner(row.owner) }));
   }
 
   /** Test helper: how many resources match (live ones only unless includeDeleted). */
@@ -182,11 +196,18 @@ export class SimulatedProvider implements SandboxProvider {
   /** Budget, latency and the decided fault wrapped around one operation's effect. */
   private async call<T>(
     operation: ProviderOperation,
+    logged: Omit<SimulatedCall, 'operation'>,
     options: CallOptions,
     apply: (decision: FaultDecision) => Promise<T>,
   ): Promise<T> {
     const decision = this.faults.next(operation);
     budget.check(options, operation);
+    // The call log (`sandlot audit`): written as the call reaches the provider, before any effect.
+    try {
+      await insertSimulatedCall(this.db, { operation, ...logged });
+    } catch (error) {
+      throw uncertain('storage-error', `Simulated ${operation} could not log the call`, error);
+    }
     await budget.sleep(decision.latencyMs, options, operation);
     if (decision.fault === 'server-error') {
       throw uncertain('server-error', `Simulated ${operation} answered 503 Service Unavailable`);
@@ -269,6 +290,17 @@ export class SimulatedProvider implements SandboxProvider {
     if (row.finished !== null) resource.finished = row.finished;
     return resource;
   }
+}
+
+/** What the call log keeps of a call's owner: the operation (when named), owner hash and fence. */
+function loggedOf(
+  owner: Pick<OwnerBinding, 'ownerHash' | 'providerFence'> & { operationId?: string },
+): Omit<SimulatedCall, 'operation'> {
+  return {
+    operationId: typeof owner.operationId === 'string' ? owner.operationId : null,
+    ownerHash: typeof owner.ownerHash === 'string' ? owner.ownerHash : null,
+    providerFence: Number.isSafeInteger(owner.providerFence) ? owner.providerFence : null,
+  };
 }
 
 /** Epoch milliseconds of an ISO instant; anything else is refused before anything is applied. */

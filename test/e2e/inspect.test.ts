@@ -232,6 +232,7 @@ describe('serve --inspect and worker --inspect feed the Stately inspector', () =
       'inspector',
       'machines',
       'machines export',
+      'audit',
     ];
     const results = await Promise.all(commands.map((c) => runCli([...c.split(' '), '--help'], {})));
     results.forEach((result, i) => {
