@@ -105,14 +105,19 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
     );
     const provisioned = performance.now();
     let active = false;
+    // With a long-poll query, name the revision already seen (`after`), as a client must: without
+    // it the wait starts from whatever revision is current when it begins, and can miss a change.
+    let seenRevision: number | null = null;
     for (;;) {
       inspections++;
+      const after = extra !== '' && seenRevision !== null ? `&after=${seenRevision}` : '';
       const seen = expect(
         'inspect',
-        await call('inspect', 'GET', `${base}/sandbox?networkPolicyGeneration=1${extra}`),
+        await call('inspect', 'GET', `${base}/sandbox?networkPolicyGeneration=1${extra}${after}`),
         [200],
       );
-      const lease = seen['lease'] as { state?: string } | undefined;
+      const lease = seen['lease'] as { state?: string; revision?: number } | undefined;
+      seenRevision = lease?.revision ?? seenRevision;
       if (!active && lease?.state === 'Active') {
         active = true;
         samples.add('provision→Active', performance.now() - provisioned);
@@ -120,7 +125,7 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       if (seen['readyForDispatch'] === true) break;
       if (performance.now() > deadline)
         throw new Error(`inspect: not ready in time (${JSON.stringify(seen).slice(0, 300)})`);
-      await sleep(pollMs);
+      if (extra === '') await sleep(pollMs);
     }
     samples.add('provision→ready', performance.now() - provisioned);
     const releasing = performance.now();
@@ -133,19 +138,22 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       [200, 202],
     );
     let state = released['state'];
+    let revision = released['revision'];
     while (state !== 'Released') {
       if (performance.now() > deadline) throw new Error(`lifecycle: not Released in time (${String(state)})`);
-      await sleep(pollMs);
+      if (extra === '') await sleep(pollMs);
+      const after = extra !== '' && typeof revision === 'number' ? `&after=${revision}` : '';
       const read = expect(
         'lifecycle',
         await call(
           'read lifecycle',
           'GET',
-          `${base}/lifecycle${extra === '' ? '' : `?${options.pollQuery}`}`,
+          `${base}/lifecycle${extra === '' ? '' : `?${options.pollQuery}${after}`}`,
         ),
         [200],
       );
       state = read['state'];
+      revision = read['revision'];
     }
     samples.add('release→Released', performance.now() - releasing);
     samples.add('whole lifecycle', performance.now() - started);
