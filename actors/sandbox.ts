@@ -92,6 +92,11 @@ export interface LeaseFences {
 }
 
 export interface Readiness {
+  /**
+   * The Environment's revision when the answer was read: what a long-polling caller passes as
+   * `after` to wait for the next change.
+   */
+  environmentRevision: number;
   readyForDispatch: boolean;
   /** The Environment's phase for this lease: the provider's, or `configured` once ready. */
   phase: string | null;
@@ -266,6 +271,7 @@ export class SandboxService {
       seen.finished === null &&
       seen.phase === 'started';
     const host = askHost ? await this.#askHost(observed, timeoutMs) : null;
+    const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
     const last = await readLeaseByOperation(db, first.operationId);
     const volume = await readVolume(db, (request?.workspace ?? first.workspace).volumeId);
     const conditions = readinessConditions({
@@ -283,6 +289,7 @@ export class SandboxService {
     await guard.check();
     return {
       lease: leaseView(last ?? observed ?? first),
+      environmentRevision: revision,
       readyForDispatch: ready,
       phase: configured && ready ? 'configured' : (seen?.phase ?? null),
       conditions,

@@ -70,6 +70,8 @@ export const leaseSchema = leaseViewSchema.meta({ id: 'SandboxLease' });
 export const inspectSchema = z
   .object({
     lease: leaseSchema,
+    /** The Environment's revision when this was read: pass it as `after` to wait for the next change. */
+    environmentRevision: z.number().int(),
     readyForDispatch: z.boolean(),
     /** The Environment's phase: the provider's (pending … started), or `configured` once ready. */
     phase: z.string().nullable(),

@@ -116,8 +116,9 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
         await call('inspect', 'GET', `${base}/sandbox?networkPolicyGeneration=1${extra}${after}`),
         [200],
       );
-      const lease = seen['lease'] as { state?: string; revision?: number } | undefined;
-      seenRevision = lease?.revision ?? seenRevision;
+      const lease = seen['lease'] as { state?: string } | undefined;
+      const revision = seen['environmentRevision'];
+      seenRevision = typeof revision === 'number' ? revision : seenRevision;
       if (!active && lease?.state === 'Active') {
         active = true;
         samples.add('provision→Active', performance.now() - provisioned);
