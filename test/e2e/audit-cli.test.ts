@@ -1,33 +1,14 @@
 // `node cli/sandlot.mjs audit` as an operator runs it: a child process with DATABASE_URL on this
 // test's PostgreSQL schema. Exit 0 and a clean report on a healthy system, exit 1 with the finding's
 // IDs once an orphan appears, exit 2 for a usage mistake.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditReport } from '../../actors/audit.ts';
 import { insertSimulatedResource } from '../../store/simulated-resources.ts';
-import { databaseUrlFor, repoRoot } from '../support/chaos-worker.ts';
+import { databaseUrlFor } from '../support/chaos-worker.ts';
+import { runCli } from '../support/run-cli.ts';
 import { isolatedPostgres, testDatabaseUrl, type IsolatedPostgres } from '../support/databases.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { provisionBody, setupScenario, waitForLease } from '../support/sandbox-flow.ts';
-
-const cli = path.join(repoRoot, 'cli', 'sandlot.mjs');
-
-async function runCli(args: string[], env: Record<string, string>, timeoutMs = 30_000) {
-  const child = spawn(process.execPath, [cli, ...args], {
-    cwd: repoRoot,
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  clearTimeout(timer);
-  return { code, stdout, stderr };
-}
 
 describe('sandlot audit (the CLI)', () => {
   let pg: IsolatedPostgres;

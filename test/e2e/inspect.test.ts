@@ -19,6 +19,7 @@ import { exportMachine } from '../../machines/environment-diagram.ts';
 import { readJournal, type JournalEntry } from '../../store/journal.ts';
 import { deleteKeys, redisUrl, uniquePrefix } from '../integration/workers-support.ts';
 import { databaseUrlFor, repoRoot } from '../support/chaos-worker.ts';
+import { runCli } from '../support/run-cli.ts';
 import { isolatedPostgres, testDatabaseUrl, type IsolatedPostgres } from '../support/databases.ts';
 import { fakeAudience, fakeIssuer, startFakeServices, type FakeServices } from '../support/fake-services.ts';
 import { buildHarness, seedProject, type Harness } from '../support/harness.ts';
@@ -104,22 +105,6 @@ async function startProcess(args: string[], env: Record<string, string>, ready: 
       return exit;
     },
   };
-}
-
-async function runCli(args: string[], env: Record<string, string>, timeoutMs = 30_000) {
-  const child = spawn(process.execPath, [cli, ...args], {
-    cwd: repoRoot,
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  clearTimeout(timer);
-  return { code, stdout, stderr };
 }
 
 async function poll<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
