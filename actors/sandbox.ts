@@ -2,6 +2,7 @@
 // WriteProjects and ReadRunSelection before the run selection is read or a provider contacted, and
 // asks again inside the transaction of every commit and after its last read or wait before it
 // answers (Guard): once per moment, not once per step.
+import { setTimeout as pause } from 'node:timers/promises';
 import type { EnvironmentContext, RenewalContext } from '../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
@@ -27,7 +28,7 @@ import {
   StaleLeaseFenceError,
 } from './errors.ts';
 import { Guard } from './guard.ts';
-import type { EnvironmentAddress } from './owned.ts';
+import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
 import type {
   AgentHost,
   AttemptRunner,
@@ -55,7 +56,7 @@ import {
   type ReadinessCondition,
 } from './sandbox-readiness.ts';
 import { leaseView, type LeaseView } from './sandbox-view.ts';
-import { waitBeforeInspection, type EnvironmentChanges, type WaitOptions } from './wait.ts';
+import { maxWaitMs, type EnvironmentChanges, type WaitOptions } from './wait.ts';
 
 export interface SandboxDeps {
   db: Queryable;
@@ -77,6 +78,8 @@ export interface SandboxDeps {
   workspaceStorage?: WorkspaceStorage;
   /** Long-poll inspections (`?wait=`); without it an inspection runs at once. */
   changes?: EnvironmentChanges;
+  /** How often a long-poll inspection of an Active lease that is not ready looks again (250 ms). */
+  activeRecheckMs?: number;
 }
 
 type ProvisionEvent = Extract<EnvironmentEvent, { type: 'sandbox.provision' }>;
@@ -226,10 +229,64 @@ export class SandboxService {
     networkPolicyGeneration: number | undefined,
     wait?: WaitOptions,
   ): Promise<{ lease: LeaseView } & Readiness> {
+    const { db, changes } = this.deps;
+    if (changes === undefined || wait === undefined) {
+      return this.#inspectOnce(caller, address, networkPolicyGeneration);
+    }
+    const deadline = Date.now() + Math.min(wait.waitMs, maxWaitMs);
+    const guard = this.#guard(caller, address);
+    await guard.check();
+    const before = await readOwnedEnvironment(db, guard.caller, address);
+    const after = wait.after ?? before.revision;
+    // An Active lease's readiness moves without a transition (the sandbox starts, its Host
+    // configures, the lease runs out), so the revision cannot tell the caller's answer is stale:
+    // look again every `activeRecheckMs` until it is ready, stops being Active, or the deadline.
+    // Every other state changes only by a transition: wait for one past `after`.
+    if ((await readCurrentLease(db, before.environmentId))?.state !== 'Active') {
+      await changes.readAfterChange(
+        address.environmentId,
+        { waitMs: Math.max(0, deadline - Date.now()), after },
+        () => readOwnedEnvironment(db, guard.caller, address),
+        (row) => row.revision,
+      );
+      const answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+      if (answer.lease.state !== 'Active' || answer.readyForDispatch) return answer;
+      return this.#inspectActive(caller, address, networkPolicyGeneration, answer, deadline);
+    }
+    // The caller saw this revision: its answer is at most one look old, so pause before the next.
+    if (before.revision <= after) await pause(Math.min(this.#recheckMs(), deadline - Date.now()));
+    const answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+    return this.#inspectActive(caller, address, networkPolicyGeneration, answer, deadline);
+  }
+
+  #recheckMs(): number {
+    return this.deps.activeRecheckMs ?? 250;
+  }
+
+  /** Re-inspects an Active lease that is not ready until it is, stops being Active, or the deadline. */
+  async #inspectActive(
+    caller: Caller,
+    address: EnvironmentAddress,
+    networkPolicyGeneration: number | undefined,
+    first: { lease: LeaseView } & Readiness,
+    deadline: number,
+  ): Promise<{ lease: LeaseView } & Readiness> {
+    let answer = first;
+    while (answer.lease.state === 'Active' && !answer.readyForDispatch && Date.now() < deadline) {
+      await pause(Math.min(this.#recheckMs(), deadline - Date.now()));
+      answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+    }
+    return answer;
+  }
+
+  async #inspectOnce(
+    caller: Caller,
+    address: EnvironmentAddress,
+    networkPolicyGeneration: number | undefined,
+  ): Promise<{ lease: LeaseView } & Readiness> {
     const { db, networkPolicies, runtime, runner } = this.deps;
     const timeoutMs = this.deps.describeTimeoutMs ?? 5_000;
     const guard = this.#guard(caller, address);
-    await waitBeforeInspection(this.deps.changes, db, guard, address, wait);
     const env = await guard.owner(address);
     const first = await this.#currentOrLatest(env);
     // The describe's commit rechecks inside its transaction; the answer waits for the last check.

@@ -190,24 +190,3 @@ export function readOwnedAfterChange(
     ),
   );
 }
-
-/**
- * The wait before an inspection (which opens a describe, so it runs once, after the wait): fresh
- * authority before the wait's reads; the inspection's own opening check follows it.
- */
-export async function waitBeforeInspection(
-  changes: EnvironmentChanges | undefined,
-  db: Queryable,
-  guard: Guard,
-  address: EnvironmentAddress,
-  wait: WaitOptions | undefined,
-): Promise<void> {
-  if (changes === undefined || wait === undefined) return;
-  await guard.check();
-  await changes.readAfterChange(
-    address.environmentId,
-    wait,
-    () => readOwnedEnvironment(db, guard.caller, address),
-    (row) => row.revision,
-  );
-}

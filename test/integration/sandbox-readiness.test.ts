@@ -20,6 +20,7 @@ import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
 
 interface Inspection {
+  environmentRevision: number;
   readyForDispatch: boolean;
   phase: string | null;
   conditions: ReadinessCondition[];
@@ -95,6 +96,25 @@ describe('readiness needs an explicit configured phase', () => {
       ['NetworkPolicyVerified', 'True'],
       ['WorkspaceAttached', 'True'],
     ]);
+  });
+
+  it('a waiting inspection answers once the Host configures, though no transition marks that', async () => {
+    const { s, operationId } = await activeScenario('run-wait-configure');
+    const before = await inspect(s);
+    expect(before.readyForDispatch).toBe(false);
+    const started = Date.now();
+    const waiting = h.request(
+      'GET',
+      `${s.base}/sandbox?networkPolicyGeneration=1&wait=20s&after=${before.environmentRevision}`,
+      { token: s.token },
+    );
+    setTimeout(() => host.configure(operationId), 600);
+    const answer = await json<Inspection>(await waiting);
+    const ms = Date.now() - started;
+    expect(answer.readyForDispatch).toBe(true);
+    expect(answer.phase).toBe('configured');
+    expect(ms).toBeGreaterThanOrEqual(550);
+    expect(ms).toBeLessThan(5_000);
   });
 
   it('a network policy generation that is not the lease’s is not ready, with its condition', async () => {
