@@ -138,21 +138,11 @@ export class SandboxService {
     const { db, provider, runtime, networkPolicies } = this.deps;
     const guard = this.#guard(caller, address);
     const env = await guard.owner(address);
-    const replay = await readLeaseByKey(db, env.environmentId, request.idempotencyKey);
-    if (replay !== null) {
-      // A key names one request: reusing it for a different one would silently return the wrong lease.
-      if (!sameProvisionCommand(replay, request)) {
-        throw new LeaseConflictError(
-          'idempotency-key-reused',
-          'this idempotency key already provisioned a lease with a different Workspace or network policy generation',
-        );
-      }
-      await guard.check();
-      return leaseView(replay);
-    }
+    const replay = await this.#replayedProvision(env, request, guard);
+    if (replay !== null) return replay;
 
     // Asked again, with the selection, inside the commit transaction after these waits.
-    const selection = await (async () => {
+    const admitted = (async () => {
       const current = await guard.selection(address.runId);
       if (current.selectionHash !== env.runSelectionHash) throw new RunSelectionChangedError(address.runId);
       selectProvider(current, provider.identity);
@@ -165,6 +155,17 @@ export class SandboxService {
       );
       return current;
     })();
+    // A twin of this request (the same key) may commit between the replay read above and these
+    // checks: the Workspace is then attached to its lease and admission refuses. Its lease is this
+    // request's answer, as a replay; any other refusal stands.
+    let selection: Awaited<typeof admitted>;
+    try {
+      selection = await admitted;
+    } catch (error) {
+      const twin = error instanceof ActorError ? await this.#replayedProvision(env, request, guard) : null;
+      if (twin !== null) return twin;
+      throw error;
+    }
 
     const outcome = await runtime.send(
       env.environmentId,
@@ -200,6 +201,25 @@ export class SandboxService {
       'lease-conflict',
       'another lease is current for this Environment; release or abandon it before provisioning again',
     );
+  }
+
+  /** The lease this key already provisioned, answered as a replay (authority asked first). */
+  async #replayedProvision(
+    env: EnvironmentRow,
+    request: ProvisionCommand,
+    guard: Guard,
+  ): Promise<LeaseView | null> {
+    const replay = await readLeaseByKey(this.deps.db, env.environmentId, request.idempotencyKey);
+    if (replay === null) return null;
+    // A key names one request: reusing it for a different one would silently return the wrong lease.
+    if (!sameProvisionCommand(replay, request)) {
+      throw new LeaseConflictError(
+        'idempotency-key-reused',
+        'this idempotency key already provisioned a lease with a different Workspace or network policy generation',
+      );
+    }
+    await guard.check();
+    return leaseView(replay);
   }
 
   /** The current lease, or the newest one when none is current. */

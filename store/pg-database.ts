@@ -1,5 +1,5 @@
 // The `Database` over a pg pool. A lost connection (a PostgreSQL restart or failover) must never
-// end the process: every checked-out client gets an `error` listener for as long as it is out, a
+// end the process: every client has an `error` listener from the moment it connects, a
 // broken client is destroyed rather than returned to the pool, and the failure reaches the caller
 // as DatabaseUnavailableError (503). Serialization failures and deadlocks retry the transaction a
 // bounded number of times; values PostgreSQL refuses (class 22) become InvalidValueError (400).
@@ -51,6 +51,16 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
   const lost = (error: Error) => options.onConnectionLost?.(error);
   // An idle client that loses its connection is dropped by the pool; the next query reconnects.
   pool.on('error', lost);
+  // Between the pool handing a client over and `once` attaching its own listener, the client has
+  // none: a connection the server ends in the chunk that made it ready (a restart) would emit an
+  // unhandled 'error' and end the process. A listener for the client's whole life closes that gap;
+  // the failure still reaches the transaction, whose first statement finds the connection gone.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => {
+      // Alone only in that gap: at other times the pool's idle listener or `once`'s reports it.
+      if (client.listenerCount('error') === 1) lost(error);
+    });
+  });
   const outer = wrap(pool);
   const attempts = Math.max(1, options.conflictAttempts ?? 3);
 
