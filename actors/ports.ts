@@ -5,6 +5,13 @@
 import type { ProviderIdentity } from '../providers/provider.ts';
 import type { AttemptRow } from '../store/attempts.ts';
 import type { Queryable } from '../store/db.ts';
+import type {
+  AcceptedBuildTestCommand,
+  BuildTestCheckpointRef,
+  JournalAcknowledgment,
+} from './build-test/accepted-command.ts';
+
+export type { AcceptedBuildTestCommand, BuildTestCheckpointRef, JournalAcknowledgment };
 
 export const permissions = ['ReadProjects', 'WriteProjects', 'ReadRunSelection'] as const;
 export type Permission = (typeof permissions)[number];
@@ -174,4 +181,51 @@ export interface WorkspaceStorage {
    * timeout, the signal): an outage is never a verdict, and absence is only ever a null field.
    */
   inspect(volume: WorkspaceVolumeRef, signal: AbortSignal): Promise<StorageEvidence>;
+}
+
+/**
+ * Who Core is asked for: the original actor of the BuildTest request, with the bearer it presented
+ * and when that bearer expires. Core authorizes every call itself; an expired bearer is never sent.
+ */
+export interface CoreActor {
+  tenantId: string;
+  subject: string;
+  bearer: string;
+  expiresAt: Date;
+}
+
+export type AcknowledgmentVerdict = { verified: true } | { verified: false; reason: string };
+
+/**
+ * Core's BuildTest side (actors/build-test/; docs/build-test.md). Every method throws
+ * CoreUnavailableError when Core cannot answer, CoreDeniedError when it refuses the actor (or the
+ * bearer expired), and CoreAnswerRefusedError when its answer breaks the contract: none of these is
+ * a verdict.
+ */
+export interface Core {
+  /**
+   * The immutable accepted command of a checkpoint, or null when Core has none the actor may see
+   * (another tenant's checkpoint reads as none).
+   */
+  acceptedCommand(
+    actor: CoreActor,
+    checkpoint: BuildTestCheckpointRef,
+    signal: AbortSignal,
+  ): Promise<AcceptedBuildTestCommand | null>;
+  /**
+   * The version 2 seed bytes of `command`, exactly its bound length and SHA-256, after Core's
+   * metadata was read again and found unchanged (CoreCommandChangedError otherwise). Version 1
+   * has no seed (CoreAnswerRefusedError `no-seed`).
+   */
+  workspaceSeed(
+    actor: CoreActor,
+    command: AcceptedBuildTestCommand,
+    signal: AbortSignal,
+  ): Promise<Uint8Array>;
+  /** Whether Core vouches for this exact Events journal acknowledgment of a capture. */
+  verifyAcknowledgment(
+    actor: CoreActor,
+    acknowledgment: JournalAcknowledgment,
+    signal: AbortSignal,
+  ): Promise<AcknowledgmentVerdict>;
 }

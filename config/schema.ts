@@ -6,6 +6,7 @@ import { parseFaultPlan } from '../providers/simulated/fault-plan.ts';
 import { z } from 'zod';
 import { JWT_ALGORITHMS, LOG_LEVELS, PROVIDERS, type Config, type JwtAlgorithm } from './types.ts';
 import { agentHostCaFile, agentHostConfigFile } from './agenthost.ts';
+import { buildTestProfileFile } from './build-test-profile.ts';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const BOOLEANS = new Map([
@@ -135,6 +136,10 @@ const envObject = z.object({
   // Read and validated here, at start; absent: the runtime profile resolve answers 409.
   SANDLOT_AGENTHOST_CONFIG_FILE: agentHostConfigFile.optional(),
   SANDLOT_AGENTHOST_CA_FILE: agentHostCaFile.optional(),
+  // Read and validated here, at start; absent: BuildTest is not offered (409 build-test-unavailable).
+  SANDLOT_BUILDTEST_PROFILE_FILE: buildTestProfileFile.optional(),
+  // Validated only in production, and required there with a BuildTest profile (below).
+  SANDLOT_CORE_URL: z.string().optional(),
   // Prometheus /metrics on its own listener; unset: no listener (0: any free port, for tests).
   SANDLOT_METRICS_PORT: z
     .string()
@@ -161,6 +166,31 @@ function requireProductionServices(env: Env, ctx: z.RefinementCtx<Env>): void {
         message: 'required in production (DATABASE_URL is set)',
       });
     }
+  }
+  if (env.SANDLOT_BUILDTEST_PROFILE_FILE !== undefined && env.SANDLOT_CORE_URL === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SANDLOT_CORE_URL'],
+      message: 'required in production when SANDLOT_BUILDTEST_PROFILE_FILE is set',
+    });
+  }
+  const core = env.SANDLOT_CORE_URL === undefined ? undefined : parseUrl(env.SANDLOT_CORE_URL);
+  // It receives actors' bearers: https, or plain http on loopback only; never credentials in it.
+  if (
+    env.SANDLOT_CORE_URL !== undefined &&
+    (core === undefined ||
+      !(core.protocol === 'https:' || (core.protocol === 'http:' && LOOPBACK_HOSTS.has(core.hostname))) ||
+      core.username !== '' ||
+      core.password !== '' ||
+      core.search !== '' ||
+      core.hash !== '')
+  ) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SANDLOT_CORE_URL'],
+      message:
+        'expected an https:// URL without credentials, query or fragment (http:// only for 127.0.0.1, localhost or ::1)',
+    });
   }
   for (const variable of ['SANDLOT_PROJECTS_URL', 'SANDLOT_RUN_SELECTION_URL'] as const) {
     const value = env[variable];
@@ -202,6 +232,10 @@ function toConfig(env: Env): Config {
       ? {}
       : { agentHostProfiles: env.SANDLOT_AGENTHOST_CONFIG_FILE }),
     ...(env.SANDLOT_AGENTHOST_CA_FILE === undefined ? {} : { agentHostCaPem: env.SANDLOT_AGENTHOST_CA_FILE }),
+    ...(env.SANDLOT_BUILDTEST_PROFILE_FILE === undefined
+      ? {}
+      : { buildTestProfile: env.SANDLOT_BUILDTEST_PROFILE_FILE }),
+    ...(production && env.SANDLOT_CORE_URL !== undefined ? { coreUrl: env.SANDLOT_CORE_URL } : {}),
     ...(env.SANDLOT_METRICS_PORT === undefined
       ? {}
       : { metrics: { host: env.SANDLOT_METRICS_HOST, port: env.SANDLOT_METRICS_PORT } }),

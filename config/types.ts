@@ -1,5 +1,6 @@
 import type { FaultPlan } from '../providers/simulated/fault-plan.ts';
 import type { AgentHostConfiguration } from './agenthost.ts';
+import type { LoadedBuildTestProfile } from './build-test-profile.ts';
 // Sandlot's configuration after validation. Every field is resolved (defaults applied); optional
 // keys are absent, never undefined, so spreading a Config never overwrites with undefined.
 
@@ -46,6 +47,10 @@ export interface Config {
   agentHostProfiles?: AgentHostConfiguration;
   /** PEM roots of `service-backend-ca`, which an AgentHost's certificate must chain to. */
   agentHostCaPem?: string;
+  /** The AcceptedBuildTestProfile (SANDLOT_BUILDTEST_PROFILE_FILE); absent: BuildTest is not offered. */
+  buildTestProfile?: LoadedBuildTestProfile;
+  /** Core's BuildTest base URL; production only (embedded mode stands in for Core itself). */
+  coreUrl?: string;
   simulated: { seed: number; faults?: FaultPlan };
   /** Where GET /metrics listens, apart from the API (SANDLOT_METRICS_PORT; unset: no listener). */
   metrics?: { host: string; port: number };

@@ -15,6 +15,7 @@ import type { AppEnv } from './context.ts';
 import { errorHandler, invalidRequest } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { adminCoreRoutes, isSeedUpload } from './routes/admin-core.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { journalRoutes } from './routes/journal.ts';
@@ -51,21 +52,23 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // Request ID, the request's child logger, one access line and the latency histogram.
   app.use(requestContext({ logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) }));
 
-  // Bodies are bounded before anything parses them (a declared or a streamed length alike).
-  app.use(
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) =>
-        problemResponse(
-          new Problem(
-            413,
-            'payload-too-large',
-            'Payload too large',
-            `the body exceeds ${MAX_BODY_BYTES} bytes`,
-          ),
-          c.req.path,
+  // Bodies are bounded before anything parses them (a declared or a streamed length alike). The
+  // embedded Core seed upload (operator only) is bounded by its own route, at the seed limit.
+  const jsonBodyLimit = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) =>
+      problemResponse(
+        new Problem(
+          413,
+          'payload-too-large',
+          'Payload too large',
+          `the body exceeds ${MAX_BODY_BYTES} bytes`,
         ),
-    }),
+        c.req.path,
+      ),
+  });
+  app.use((c, next) =>
+    deps.embedded && isSeedUpload(c.req.method, c.req.path) ? next() : jsonBodyLimit(c, next),
   );
 
   // The request's own logger, so a failure's line carries its request ID.
@@ -115,6 +118,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   if (deps.embedded) {
     app.use('/admin/*', auth);
     app.route('/', adminRoutes(deps.db, deps.provider));
+    app.route('/', adminCoreRoutes(deps.db));
   }
   return app;
 }
