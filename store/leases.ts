@@ -257,6 +257,20 @@ export async function sweepsDue(
   return rows;
 }
 
+/** How many late sweeps a terminal lease has had opened (null: no such lease). */
+export async function readLateSweeps(
+  tx: Queryable,
+  environmentId: string,
+  resourceGeneration: number,
+): Promise<number | null> {
+  const { rows } = await tx.query<{ lateSweeps: number }>(
+    `SELECT late_sweeps AS "lateSweeps" FROM sandbox_leases
+      WHERE environment_id = $1 AND resource_generation = $2`,
+    [environmentId, resourceGeneration],
+  );
+  return rows[0]?.lateSweeps ?? null;
+}
+
 /** A sweep was opened: it is not due again (CAS on the count, so a race opens it once). */
 export async function markSweepOpened(
   tx: Queryable,

@@ -11,7 +11,7 @@ import { expireAttempt, type AttemptDeps } from '../actors/attempts.ts';
 import { claimCleanup, claimTtlMs } from '../actors/cleanups.ts';
 import { overdueDispatched } from '../store/attempts.ts';
 import { claimableCleanups } from '../store/cleanups.ts';
-import { leasesPastExpiry, markSweepOpened, sweepsDue } from '../store/leases.ts';
+import { leasesPastExpiry, markSweepOpened, readLateSweeps, sweepsDue } from '../store/leases.ts';
 import { leasesNeedingReconciliation } from '../store/leases.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
@@ -120,7 +120,7 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
     { message: 'could not sweep a terminal lease', subject: byEnvironment },
     async (lease) => {
       const sweep = lease.lateSweeps + 1;
-      const accepted = await send(lease.environmentId, {
+      const event: EnvironmentEvent = {
         type: 'cleanup.sweep',
         operationId: lease.operationId,
         lifecycleGeneration: lease.lifecycleGeneration,
@@ -132,7 +132,20 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
         fencingGeneration: lease.currentFencingGeneration,
         networkPolicyGeneration: lease.networkPolicyGeneration,
         sweep,
-      });
+      };
+      // Every reconciler reads the due leases without a lock: another may have opened this sweep
+      // since. Decided under the Environment's lock, so a sweep is opened once and the loser sends
+      // nothing (its attempt would collide with the winner's).
+      const { sent } = await deps.runtime.step(
+        lease.environmentId,
+        async (tx) => {
+          const opened = await readLateSweeps(tx, lease.environmentId, lease.resourceGeneration);
+          return { event: opened !== null && opened < sweep ? event : null, value: undefined };
+        },
+        context,
+      );
+      if (sent === null) return false;
+      const accepted = 'accepted' in sent && sent.accepted;
       // Refused (the machine would never sweep this lease): count it anyway, or it is due forever.
       if (!accepted) await markSweepOpened(deps.db, lease.environmentId, lease.resourceGeneration, sweep);
       return accepted;

@@ -254,6 +254,25 @@ describe('late resources', () => {
     expect(await h.provider.countResources({ operationId: `${operationId}.late` })).toBe(0);
   });
 
+  it('two reconcilers finding the same sweep due open it once, and neither fails', async () => {
+    // Found by the chaos run: the loser's sweep collided with the winner's attempt and was logged
+    // as an error ("could not sweep a terminal lease"), about one sweep in ten with 3 workers.
+    const { operationId } = await terminalLease();
+    const failures: string[] = [];
+    const watched = createLogger({
+      level: 'error',
+      destination: { write: (line: string) => void failures.push(line) },
+    });
+    const later = new Date(Date.now() + 60_000);
+    const sweepOnce = (actor: string) =>
+      reconcileOnce({ ...deps(), logger: watched, actor, now: () => later, lateSweepMs: 1_000 });
+    const [a, b] = await Promise.all([sweepOnce('reconciler:a'), sweepOnce('reconciler:b')]);
+    expect(failures).toEqual([]);
+    expect(a.swept + b.swept).toBe(1);
+    const sweeps = (await readAttemptsOfOperation(h.db, operationId)).filter((x) => x.kind === 'sweep');
+    expect(sweeps.map((x) => x.attemptId)).toEqual([`${operationId}.sweep.1`]);
+  });
+
   it("refuses the receipt of an expired claim once a newer claim holds the item; the newer one's is saved", async () => {
     const { operationId, late } = await recordedLateResource();
     const t0 = new Date();
