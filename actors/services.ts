@@ -5,6 +5,7 @@ import type { AgentHostConfiguration } from '../config/agenthost.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
+import { BuildTestService, type BuildTestOffer } from './build-test/service.ts';
 import { environmentDefinition } from './environment-definition.ts';
 import { JournalService } from './journal.ts';
 import { LifecycleService } from './lifecycle.ts';
@@ -33,6 +34,7 @@ export interface Services {
   runtimeProfiles: RuntimeProfileService;
   workspaces: WorkspaceService;
   journal: JournalService;
+  buildTest: BuildTestService;
 }
 
 /** The Environment actor runtime; committed effects go nowhere until `setEffectSink`. */
@@ -56,6 +58,8 @@ export function createServices(deps: {
   agentHostProfiles?: AgentHostConfiguration;
   /** Workspace storage read back at provision (default: the embedded table over db). */
   workspaceStorage?: WorkspaceStorage;
+  /** The AcceptedBuildTestProfile and the Core port (unset: BuildTest is not offered, 409). */
+  buildTest?: BuildTestOffer;
 }): Services {
   const agentHost = deps.agentHost ?? new EmbeddedAgentHost({ db: deps.db });
   const placement = new PlacementService(deps);
@@ -73,5 +77,9 @@ export function createServices(deps: {
     }),
     workspaces: new WorkspaceService(deps),
     journal: new JournalService(deps),
+    buildTest: new BuildTestService({
+      ...deps,
+      ...(deps.buildTest === undefined ? {} : { offer: deps.buildTest }),
+    }),
   };
 }

@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import { environmentDefinition } from '../actors/environment-definition.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../actors/services.ts';
 import { EmbeddedAgentHost, UnreachableAgentHost } from '../actors/agenthost-embedded.ts';
+import { EmbeddedCore } from '../actors/build-test/core-embedded.ts';
+import type { BuildTestOffer } from '../actors/build-test/service.ts';
 import type {
   AgentHost,
   NetworkPolicyVerifier,
@@ -16,6 +18,7 @@ import { createApp } from '../http/app.ts';
 import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
 import { createTokenVerifier, type TokenVerifier } from '../http/auth/verify.ts';
 import { HttpsAgentHost } from '../http/clients/agenthost-client.ts';
+import { HttpCore } from '../http/clients/core-client.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
 import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
@@ -152,6 +155,7 @@ export async function composeSandlot(
       agentHost: agentHostFor(config, db),
       ...(workspaceStorage === undefined ? {} : { workspaceStorage }),
       ...(config.agentHostProfiles === undefined ? {} : { agentHostProfiles: config.agentHostProfiles }),
+      ...buildTestFor(config, db),
     });
     // An API-only process with Redis still publishes its effects at once; without Redis the worker
     // processes' relays find them in PostgreSQL.
@@ -232,6 +236,20 @@ function queueJobsOf(inspection: QueueInspection | null, workers: WorkerHost | n
   const queue = workers?.queue;
   if (queue instanceof InProcessEffectQueue) return () => Promise.resolve(inProcessJobCounts(queue));
   return undefined;
+}
+
+/**
+ * BuildTest is offered only with an AcceptedBuildTestProfile, and then asks Core: the HTTP adapter at
+ * the configured SANDLOT_CORE_URL in production (required there with a profile), the embedded
+ * stand-in's tables in embedded mode. Without a profile no Core is composed at all.
+ */
+function buildTestFor(config: Config, db: Database): { buildTest?: BuildTestOffer } {
+  const profile = config.buildTestProfile;
+  if (profile === undefined) return {};
+  if (config.mode === 'embedded') return { buildTest: { profile, core: new EmbeddedCore(db) } };
+  if (config.coreUrl === undefined)
+    throw new Error('SANDLOT_CORE_URL is required in production mode with a BuildTest profile');
+  return { buildTest: { profile, core: new HttpCore({ baseUrl: config.coreUrl }) } };
 }
 
 /**

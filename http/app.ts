@@ -16,6 +16,7 @@ import { errorHandler, invalidRequest } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminCoreRoutes, isSeedUpload } from './routes/admin-core.ts';
+import { buildTestRoutes } from './routes/build-test.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { journalRoutes } from './routes/journal.ts';
@@ -111,6 +112,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', placementRoutes(deps.services.placement));
   app.route('/', runtimeProfileRoutes(deps.services.runtimeProfiles));
   app.route('/', journalRoutes(deps.services.journal));
+  app.route('/', buildTestRoutes(deps.services.buildTest));
   // Fails closed (503) in every mode until its admissions exist; outside /api, so no user token applies.
   app.route('/', providerReportRoutes());
   // Before the embedded admin routes: it answers its own paths (operator checked inside, either mode).

@@ -82,6 +82,14 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.dictionary(hostileString, hostileNumber, { maxKeys: 5 }),
 );
 
+const buildTestCheckpoint = {
+  tenantId: 'acme',
+  projectId: 'checkout',
+  runId: 'run-1',
+  stepId: 'build',
+  checkpointId: 'cp-1',
+};
+
 interface Route {
   name: string;
   method: string;
@@ -147,7 +155,67 @@ const routes: Route[] = [
   { name: 'placement', method: 'GET', path: (p) => `${base(p)}/sandbox/v1/placement` },
   { name: 'internal placement', method: 'GET', path: (p) => `${base(p)}/sandbox/v1/internal/placement` },
   { name: 'journal', method: 'GET', path: (p) => `${base(p)}/journal` },
+  {
+    name: 'build-test binding preparation',
+    method: 'GET',
+    path: (p) =>
+      `${base(p)}/sandbox/build-test/binding-preparation?sessionId=s-1&executionProfileReference=v2`,
+  },
+  {
+    name: 'build-test create',
+    method: 'POST',
+    path: (p) => `${base(p)}/sandbox/build-test/commands`,
+    body: buildTestCommand,
+  },
+  {
+    name: 'build-test read',
+    method: 'GET',
+    path: (p) => `${base(p)}/sandbox/build-test/commands/${p['operationId']}`,
+  },
+  {
+    name: 'build-test reconcile',
+    method: 'POST',
+    path: (p) => `${base(p)}/sandbox/build-test/commands/${p['operationId']}/reconcile`,
+    body: buildTestCommand,
+  },
+  {
+    name: 'build-test workspace capture',
+    method: 'GET',
+    path: (p) => `${base(p)}/sandbox/build-test/commands/${p['operationId']}/workspace-capture`,
+  },
+  {
+    name: 'build-test acknowledge',
+    method: 'POST',
+    path: (p) => `${base(p)}/sandbox/build-test/commands/${p['operationId']}/workspace-capture/acknowledge`,
+    body: () => ({
+      checkpoint: buildTestCheckpoint,
+      operationId: 'op-cp-1',
+      journalPosition: 1,
+      recordSha256: 'c'.repeat(64),
+      objectReference: 'source-control://captures/op-cp-1',
+      capture: {
+        sha256: 'd'.repeat(64),
+        length: 1,
+        requestFingerprint: 'e'.repeat(64),
+        collectorPodUid: 'collector',
+        commandPodUid: 'command',
+      },
+    }),
+  },
 ];
+
+function buildTestCommand(s: Scenario, operationId: string): Record<string, unknown> {
+  return {
+    checkpoint: buildTestCheckpoint,
+    expectedBinding: {
+      leaseOperationId: operationId,
+      resourceGeneration: 1,
+      providerFence: 1,
+      workspace: { volumeId: s.volume.volumeId, resourceGeneration: 1, dataGeneration: 1 },
+      networkPolicyGeneration: 1,
+    },
+  };
+}
 
 function base(p: Record<string, string>): string {
   return `/api/projects/${p['projectId']}/runs/${p['runId']}/environments/${p['environmentId']}`;

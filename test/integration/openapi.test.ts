@@ -24,6 +24,7 @@ interface OpenApiDocument {
 }
 
 const environments = '/api/projects/{projectId}/runs/{runId}/environments';
+const buildTest = `${environments}/{environmentId}/sandbox/build-test`;
 const operations = [
   ['post', environments, ['201', '200', '409'], true],
   ['post', `${environments}/{environmentId}/release`, ['200', '202', '404', '409'], true],
@@ -81,6 +82,13 @@ const operations = [
     ['200', '204', '403', '404', '409'],
     false,
   ],
+  // BuildTest (in progress): 409 build-test-unavailable without a profile, 501 with one.
+  ['get', `${buildTest}/binding-preparation`, ['404', '409', '501'], false],
+  ['post', `${buildTest}/commands`, ['404', '409', '501'], true],
+  ['get', `${buildTest}/commands/{operationId}`, ['404', '409', '501'], false],
+  ['post', `${buildTest}/commands/{operationId}/reconcile`, ['404', '409', '501'], true],
+  ['get', `${buildTest}/commands/{operationId}/workspace-capture`, ['404', '409', '501'], false],
+  ['post', `${buildTest}/commands/{operationId}/workspace-capture/acknowledge`, ['404', '409', '501'], true],
   [
     'post',
     `${environments}/{environmentId}/runtime-bootstrap/profiles/{profileId}/resolve`,
