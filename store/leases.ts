@@ -220,6 +220,13 @@ export async function markLeaseObserved(
 
 /** Late sweeps a terminal lease gets: each an exact owner listing, the last well after the first. */
 export const LATE_SWEEPS = 2;
+/**
+ * Sweeps opened per terminal lease at most. A sweep whose listing failed or stayed uncertain proves
+ * nothing, so it does not count towards LATE_SWEEPS and another is opened later (each one later than
+ * the last: sweep n is due n × everyMs after the lease ended); past this bound the reconciler stops
+ * and `sandlot audit` is what finds a resource left behind.
+ */
+export const MAX_SWEEPS_OPENED = 12;
 
 export interface SweepDue {
   environmentId: string;
@@ -235,7 +242,10 @@ export interface SweepDue {
   lateSweeps: number;
 }
 
-/** Terminal leases whose next sweep is due: sweep n runs `n × everyMs` after the lease ended. */
+/**
+ * Terminal leases whose next sweep is due: sweep n runs `n × everyMs` after the lease ended, until
+ * LATE_SWEEPS of them listed exactly (or MAX_SWEEPS_OPENED were opened).
+ */
 export async function sweepsDue(
   q: Queryable,
   now: Date,
@@ -248,11 +258,17 @@ export async function sweepsDue(
             provider_fence AS "providerFence", current_fencing_generation AS "currentFencingGeneration",
             recovery_request->>'ownerHash' AS "ownerHash", provider_options AS "providerOptions", workspace,
             network_policy_generation AS "networkPolicyGeneration", late_sweeps AS "lateSweeps"
-       FROM sandbox_leases
-      WHERE state IN ('Released', 'Failed') AND late_sweeps < $4 AND terminal_at IS NOT NULL
+       FROM sandbox_leases l
+      WHERE state IN ('Released', 'Failed') AND late_sweeps < $5 AND terminal_at IS NOT NULL
         AND terminal_at + make_interval(secs => (late_sweeps + 1) * $2::float8 / 1000) <= $1
+        -- Only an exact listing counts, and a sweep still running is waited for.
+        AND (SELECT count(*) FROM provider_attempts a
+              WHERE a.operation_id = l.operation_id AND a.kind = 'sweep' AND a.state = 'Succeeded') < $4
+        AND NOT EXISTS (SELECT 1 FROM provider_attempts a
+              WHERE a.operation_id = l.operation_id AND a.kind = 'sweep'
+                AND a.state IN ('Pending', 'Dispatched'))
       ORDER BY terminal_at LIMIT $3`,
-    [now, everyMs, limit, LATE_SWEEPS],
+    [now, everyMs, limit, LATE_SWEEPS, MAX_SWEEPS_OPENED],
   );
   return rows;
 }

@@ -11,7 +11,13 @@ import { expireAttempt, type AttemptDeps } from '../actors/attempts.ts';
 import { claimCleanup, claimTtlMs } from '../actors/cleanups.ts';
 import { overdueDispatched } from '../store/attempts.ts';
 import { claimableCleanups } from '../store/cleanups.ts';
-import { leasesPastExpiry, markSweepOpened, readLateSweeps, sweepsDue } from '../store/leases.ts';
+import {
+  MAX_SWEEPS_OPENED,
+  leasesPastExpiry,
+  markSweepOpened,
+  readLateSweeps,
+  sweepsDue,
+} from '../store/leases.ts';
 import { leasesNeedingReconciliation } from '../store/leases.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
@@ -146,8 +152,10 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
       );
       if (sent === null) return false;
       const accepted = 'accepted' in sent && sent.accepted;
-      // Refused (the machine would never sweep this lease): count it anyway, or it is due forever.
-      if (!accepted) await markSweepOpened(deps.db, lease.environmentId, lease.resourceGeneration, sweep);
+      // Refused (the machine would never sweep this lease): close its sweeps, or it is due forever.
+      if (!accepted) {
+        await markSweepOpened(deps.db, lease.environmentId, lease.resourceGeneration, MAX_SWEEPS_OPENED);
+      }
       return accepted;
     },
   );

@@ -397,6 +397,45 @@ describe('late resources', () => {
     expect(done.status).toBe(200);
   });
 
+  it('a sweep whose listing fails does not count: the next one finds the late create and releases it', async () => {
+    // Found by the chaos run: both sweeps of a terminal lease failed with a 5xx, each counted as
+    // done, and the late create stayed live for good.
+    h.provider.injectFault('provision', 'late-resource', 500);
+    const setup = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 600_000,
+    });
+    const { operationId } = await json<{ operationId: string }>(
+      await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+    );
+    await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
+    await h.request('POST', `${s.base}/sandbox/abandon`, {
+      token: s.token,
+      body: { resourceGeneration: 1, providerFence: 1, idempotencyKey: 'abandon-1' },
+    });
+    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    await setup.close();
+    await eventually('the late create to land', async () =>
+      (await h.provider.countResources({ operationId })) === 1 ? true : undefined,
+    );
+    // The first two listings fail.
+    h.provider.injectFault('listOwned', 'server-error');
+    h.provider.injectFault('listOwned', 'server-error');
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 100,
+      lateSweepMs: 200,
+    });
+    await eventually('the swept resource to be released', async () => {
+      const [c] = await cleanups();
+      return c?.state === 'Released' ? c : undefined;
+    });
+    expect(await h.provider.countResources({ operationId })).toBe(0);
+    const sweeps = (await readAttemptsOfOperation(h.db, operationId)).filter((a) => a.kind === 'sweep');
+    expect(sweeps.filter((a) => a.state !== 'Succeeded').length).toBeGreaterThanOrEqual(2);
+    expect(sweeps.some((a) => a.state === 'Succeeded')).toBe(true);
+  });
+
   it('a provision whose create lands after an empty listOwned ends with one live resource, the lease’s', async () => {
     h.provider.injectFault('provision', 'late-resource', 400);
     workers = await startWorkersWith(h, h.provider, {
