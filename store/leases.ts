@@ -261,12 +261,9 @@ export async function sweepsDue(
        FROM sandbox_leases l
       WHERE state IN ('Released', 'Failed') AND late_sweeps < $5 AND terminal_at IS NOT NULL
         AND terminal_at + make_interval(secs => (late_sweeps + 1) * $2::float8 / 1000) <= $1
-        -- Only an exact listing counts, and a sweep still running is waited for.
+        -- Only an exact listing counts.
         AND (SELECT count(*) FROM provider_attempts a
               WHERE a.operation_id = l.operation_id AND a.kind = 'sweep' AND a.state = 'Succeeded') < $4
-        AND NOT EXISTS (SELECT 1 FROM provider_attempts a
-              WHERE a.operation_id = l.operation_id AND a.kind = 'sweep'
-                AND a.state IN ('Pending', 'Dispatched'))
       ORDER BY terminal_at LIMIT $3`,
     [now, everyMs, limit, LATE_SWEEPS, MAX_SWEEPS_OPENED],
   );

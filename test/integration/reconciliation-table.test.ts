@@ -238,7 +238,7 @@ async function reconcileUntil<T>(
   what: string,
   probe: () => Promise<T | undefined>,
   lateSweepMs: number,
-  timeoutMs = 15_000,
+  timeoutMs = 30_000,
 ): Promise<T> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
@@ -714,7 +714,7 @@ describe.each(providers)('reconciliation table on the $name provider', ({ name, 
           },
         });
       },
-      20_000,
+      40_000,
     );
   });
 });
