@@ -48,9 +48,10 @@ export function defineCorePortContract(name: string, setup: () => Promise<CorePo
       if (subject === undefined) throw new Error(`subject ${name} was not set up`);
       return subject;
     };
+    // PGlite's start-up takes well over 30 s on a loaded 2-core machine (seen in CI).
     beforeAll(async () => {
       subject = await setup();
-    });
+    }, 120_000);
     afterAll(async () => {
       await subject?.close();
     });
