@@ -23,7 +23,7 @@ import {
 import { readCleanup, readOwnerFence } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
-import { readCurrentLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
+import { countSweepListed, readCurrentLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
 import { acknowledgeAttemptOutbox } from '../store/outbox-relay-queries.ts';
 import { ForbiddenError, RunSelectionMissingError } from './errors.ts';
 import { Guard } from './guard.ts';
@@ -330,6 +330,7 @@ async function completeSweep(
   outcome: AttemptOutcome,
 ): Promise<EnvironmentEvent | null> {
   if (!(await recordOutcome(tx, attempt, outcome)) || outcome.state !== 'Succeeded') return null;
+  await countSweepListed(tx, attempt.operationId);
   const items = [];
   for (const { resource, owner } of outcome.found ?? []) {
     const lease = await readLeaseByOperation(tx, resource.operationId);

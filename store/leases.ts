@@ -242,9 +242,23 @@ export interface SweepDue {
   lateSweeps: number;
 }
 
+/** The due-sweep scan ($1 now, $2 everyMs, $3 limit); exported for its plan test. */
+export const sweepsDueStatement = `SELECT environment_id AS "environmentId", operation_id AS "operationId",
+            lifecycle_generation AS "lifecycleGeneration", resource_generation AS "resourceGeneration",
+            provider_fence AS "providerFence", current_fencing_generation AS "currentFencingGeneration",
+            recovery_request->>'ownerHash' AS "ownerHash", provider_options AS "providerOptions", workspace,
+            network_policy_generation AS "networkPolicyGeneration", late_sweeps AS "lateSweeps"
+       FROM sandbox_leases l
+      WHERE state IN ('Released', 'Failed') AND sweeps_listed < ${LATE_SWEEPS}
+        AND late_sweeps < ${MAX_SWEEPS_OPENED} AND terminal_at IS NOT NULL
+        AND terminal_at + make_interval(secs => (late_sweeps + 1) * $2::float8 / 1000) <= $1
+      ORDER BY terminal_at LIMIT $3`;
+
 /**
  * Terminal leases whose next sweep is due: sweep n runs `n × everyMs` after the lease ended, until
- * LATE_SWEEPS of them listed exactly (or MAX_SWEEPS_OPENED were opened).
+ * LATE_SWEEPS of them listed exactly (or MAX_SWEEPS_OPENED were opened). The two bounds are
+ * literals in the statement so that it matches the partial index sandbox_leases_sweep_due
+ * (migration 0013), which names the same numbers.
  */
 export async function sweepsDue(
   q: Queryable,
@@ -252,22 +266,15 @@ export async function sweepsDue(
   everyMs: number,
   limit: number,
 ): Promise<SweepDue[]> {
-  const { rows } = await q.query<SweepDue>(
-    `SELECT environment_id AS "environmentId", operation_id AS "operationId",
-            lifecycle_generation AS "lifecycleGeneration", resource_generation AS "resourceGeneration",
-            provider_fence AS "providerFence", current_fencing_generation AS "currentFencingGeneration",
-            recovery_request->>'ownerHash' AS "ownerHash", provider_options AS "providerOptions", workspace,
-            network_policy_generation AS "networkPolicyGeneration", late_sweeps AS "lateSweeps"
-       FROM sandbox_leases l
-      WHERE state IN ('Released', 'Failed') AND late_sweeps < $5 AND terminal_at IS NOT NULL
-        AND terminal_at + make_interval(secs => (late_sweeps + 1) * $2::float8 / 1000) <= $1
-        -- Only an exact listing counts.
-        AND (SELECT count(*) FROM provider_attempts a
-              WHERE a.operation_id = l.operation_id AND a.kind = 'sweep' AND a.state = 'Succeeded') < $4
-      ORDER BY terminal_at LIMIT $3`,
-    [now, everyMs, limit, LATE_SWEEPS, MAX_SWEEPS_OPENED],
-  );
+  const { rows } = await q.query<SweepDue>(sweepsDueStatement, [now, everyMs, limit]);
   return rows;
+}
+
+/** A sweep of the lease's operation listed exactly: one towards LATE_SWEEPS. */
+export async function countSweepListed(tx: Queryable, operationId: string): Promise<void> {
+  await tx.query(`UPDATE sandbox_leases SET sweeps_listed = sweeps_listed + 1 WHERE operation_id = $1`, [
+    operationId,
+  ]);
 }
 
 /** How many late sweeps a terminal lease has had opened (null: no such lease). */

@@ -9,6 +9,7 @@ import { createLogger } from '../../lib/logger.ts';
 import type { OwnerBinding } from '../../providers/provider.ts';
 import { readAttemptsOfOperation } from '../../store/attempts.ts';
 import { readCleanupsOf } from '../../store/cleanups.ts';
+import { sweepsDue, sweepsDueStatement } from '../../store/leases.ts';
 import { readVolume } from '../../store/workspaces.ts';
 import { runAttempt, summaryOf } from '../../workers/effect-processor.ts';
 import { runnerDeps, type WorkerHost } from '../../workers/host.ts';
@@ -434,6 +435,36 @@ describe('late resources', () => {
     const sweeps = (await readAttemptsOfOperation(h.db, operationId)).filter((a) => a.kind === 'sweep');
     expect(sweeps.filter((a) => a.state !== 'Succeeded').length).toBeGreaterThanOrEqual(2);
     expect(sweeps.some((a) => a.state === 'Succeeded')).toBe(true);
+  });
+
+  it('a lease swept exactly twice is never due again, and the due scan reads only leases still to sweep', async () => {
+    // Seen at scale: the scan counted sweep attempts of every terminal lease on every pass.
+    const { operationId } = await terminalLease();
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 100,
+      lateSweepMs: 150,
+    });
+    await eventually('two exact sweeps', async () => {
+      const sweeps = (await readAttemptsOfOperation(h.db, operationId)).filter((a) => a.kind === 'sweep');
+      return sweeps.filter((a) => a.state === 'Succeeded').length === 2 ? true : undefined;
+    });
+    await workers.close();
+    workers = undefined;
+    const farFuture = new Date(Date.now() + 86_400_000);
+    expect(await sweepsDue(h.db, farFuture, 150, 100)).toEqual([]);
+
+    // The statement matches the partial index's predicate (a plan may pick it at all).
+    const plan = await h.db.transaction(async (tx) => {
+      await tx.query('SET LOCAL enable_seqscan = off');
+      const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sweepsDueStatement}`, [
+        farFuture,
+        150,
+        100,
+      ]);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(plan).toContain('sandbox_leases_sweep_due');
   });
 
   it('a provision whose create lands after an empty listOwned ends with one live resource, the lease’s', async () => {
