@@ -4,22 +4,27 @@
 // --no-workers` and `sandlot worker` as child processes in production mode. N Environments per point
 // go register → Workspace volume → provision → inspect until readyForDispatch → release → Released
 // over real HTTP, at each client count. Per point it prints lifecycles/s, latency percentiles per
-// route and span, write transactions per lifecycle (transaction-ID delta), CPU ms per lifecycle of
-// the API, worker, PostgreSQL and Redis processes, peak RSS and upstream calls per lifecycle.
-// In the same run: the PostgreSQL limit (pgbench on a transaction of the same shape, giving
-// ratio_to_pg_limit), the engine-only variant (bench/lib/engine.ts), 1 vs 2 workers and 1 vs 2 API
-// processes, and the peers (bench/peers/run.ts, when present). Results go to bench/results/. See
+// route and span, write transactions per lifecycle (transaction-ID delta; also without the
+// simulated provider's own), CPU ms per lifecycle of the API, worker, PostgreSQL and Redis
+// processes, peak RSS and upstream calls per lifecycle. In the same run: the PostgreSQL limit
+// (pgbench on a transaction of the same shape, giving ratio_to_pg_limit), the engine-only variant
+// (bench/lib/engine.ts), 1 vs 2 workers and 1 vs 2 API processes, 1k vs 100k Environments in the
+// tables (bench/scale.ts in-process, and an API process's RSS and cost: bench/lib/idle.ts), and
+// the DBOS and Restate peers (bench/peers/, installed first when missing). Every ratio is printed,
+// with the reason when one could not be measured. Results go to bench/results/. See
 // docs/performance.md.
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { repoRoot } from '../test/support/chaos-worker.ts';
+import { repoRoot } from './lib/root.ts';
 import { runEngineOnly, type EnginePoint } from './lib/engine.ts';
 import { driveHttp } from './lib/http-driver.ts';
 import { parseOptions, usage, type BenchOptions } from './lib/options.ts';
-import { runPeersIfPresent, type PeersOutcome } from './lib/peers.ts';
+import { measureIdleEnvironments, type IdleResult } from './lib/idle.ts';
+import { interruptible, isInterrupted } from './lib/interrupt.ts';
+import { ensurePeersInstalled, runPeersForBench, type PeersOutcome } from './lib/peers.ts';
 import { measurePgLimit, type PgLimitPoint } from './lib/pg-limit.ts';
 import { createBenchDatabase, openProbe, type BenchDatabase, type PgProbe } from './lib/postgres.ts';
 import { status } from './lib/progress.ts';
@@ -28,8 +33,11 @@ import { latencyRows, table } from './lib/report.ts';
 import { prepareEntry, redisVersion, startStack, type Entry, type Stack } from './lib/stack.ts';
 import { round, type Summary } from './lib/stats.ts';
 import { openWindow } from './lib/window.ts';
+import { measureTableScale, type TableScaleResult } from './scale.ts';
 
 export { runEngineOnly } from './lib/engine.ts';
+
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
 
 export interface HttpPoint {
   variant: 'http';
@@ -43,6 +51,8 @@ export interface HttpPoint {
   wallMs: number;
   lifecyclesPerSecond: number;
   writeTransactionsPerLifecycle: number;
+  /** The same without the simulated provider's own writes (see PgProbe.providerWrites). */
+  controlPlaneWriteTransactionsPerLifecycle: number;
   writeCommitsPerSecond: number;
   otherDatabaseCommits: number;
   requestsPerLifecycle: number;
@@ -96,6 +106,7 @@ async function measureHttp(
   };
   const upstreamBefore = countUpstream(stack);
   const token = await stack.token();
+  const providerBefore = await probe.providerWrites('public');
   const window = await openWindow(probe, { fixed, postgres: true });
   const run = await driveHttp({
     apiUrls: stack.apiUrls,
@@ -108,6 +119,7 @@ async function measureHttp(
     label: `http ${o.topology} c=${o.clients}`,
   });
   const measured = await window.stop();
+  const providerWrites = (await probe.providerWrites('public')) - providerBefore;
   const upstreamAfter = countUpstream(stack);
   const done = Math.max(1, run.completed);
   const perLifecycle = (value: number) => round(value / done, 2);
@@ -126,6 +138,7 @@ async function measureHttp(
     wallMs: round(run.wallMs),
     lifecyclesPerSecond: round(run.completed / (run.wallMs / 1000), 2),
     writeTransactionsPerLifecycle: perLifecycle(measured.writeTransactions),
+    controlPlaneWriteTransactionsPerLifecycle: perLifecycle(measured.writeTransactions - providerWrites),
     writeCommitsPerSecond: round(measured.writeTransactions / (run.wallMs / 1000), 1),
     otherDatabaseCommits: measured.otherDatabaseCommits,
     requestsPerLifecycle: perLifecycle(run.requests),
@@ -156,8 +169,10 @@ async function httpSeries(
   topology: { apis: number; workers: number },
   clientCounts: number[],
   tag: string,
+  /** Runs on the same stack after the points, before it is stopped. */
+  after?: (stack: Stack) => Promise<void>,
 ): Promise<HttpPoint[]> {
-  const name = `${topology.apis} API + ${topology.workers} worker${topology.workers === 1 ? '' : 's'}`;
+  const name = `${plural(topology.apis, 'API')} + ${plural(topology.workers, 'worker')}`;
   status(`starting ${name} (${deps.entry.kind})`);
   const stack = await startStack({
     database: deps.database,
@@ -171,7 +186,7 @@ async function httpSeries(
     await driveHttp({
       apiUrls: stack.apiUrls,
       token: await stack.token(),
-      n: Math.min(20, o.n),
+      n: Math.min(o.warmup, o.n),
       clients: 4,
       pollMs: o.pollMs,
       pollQuery: o.pollQuery,
@@ -191,6 +206,7 @@ async function httpSeries(
         }),
       );
     }
+    await after?.(stack);
     return points;
   } finally {
     await stack.close();
@@ -199,16 +215,34 @@ async function httpSeries(
 
 interface Results {
   startedAt: string;
+  finishedAt?: string;
   options: BenchOptions;
   machine: Machine;
+  /** Load average (1, 5, 15 min) at the start and at the end: other work on the machine. */
+  loadAverage: { start: number[]; end?: number[] };
   entry: string;
   http: HttpPoint[];
   pgLimit: PgLimitPoint[];
   engine: EnginePoint[];
-  scale: { workers: HttpPoint[]; apis: HttpPoint[]; ratios: Record<string, number> };
+  scale: { clients: number; workers: HttpPoint[]; apis: HttpPoint[]; ratios: Record<string, number> };
+  tables: { inProcess: TableScaleResult | null; idle: IdleResult | null };
   peers: PeersOutcome | null;
-  ratios: Record<string, number>;
+  ratios: Ratio[];
+  targets: Target[];
   notes: string[];
+}
+
+/** One line of the "Ratios" table: a value, or why there is none. */
+interface Ratio {
+  name: string;
+  value: number | string | null;
+  why?: string;
+}
+
+interface Target {
+  target: string;
+  measured: string;
+  met: 'yes' | 'no' | 'partly' | '-';
 }
 
 function pgRatio(limit: PgLimitPoint[], clients: number, commitsPerSecond: number): number {
@@ -216,12 +250,16 @@ function pgRatio(limit: PgLimitPoint[], clients: number, commitsPerSecond: numbe
   return tps === undefined || !(tps > 0) ? Number.NaN : round(commitsPerSecond / tps, 3);
 }
 
+const cell = (value: number | string | undefined): string | number =>
+  value === undefined || (typeof value === 'number' && Number.isNaN(value)) ? '-' : value;
+
 function printReport(r: Results): void {
   const out: string[] = [];
   const m = r.machine;
   out.push(
     '',
     `Machine: ${m.cpus} × ${m.model}, ${m.memoryGiB} GiB; Node ${m.node}, PostgreSQL ${m.postgres}, Redis ${m.redis}`,
+    `Load average at start: ${r.loadAverage.start.join(' / ')}${r.loadAverage.end === undefined ? '' : `, at end: ${r.loadAverage.end.join(' / ')}`} (other work on the machine shows here)`,
   );
   out.push(`Children: ${r.entry}`, '');
   const httpRow = (p: HttpPoint) => [
@@ -230,16 +268,17 @@ function printReport(r: Results): void {
     `${p.completed}/${p.n}`,
     p.lifecyclesPerSecond,
     p.writeTransactionsPerLifecycle,
-    p.cpuMsPerLifecycle['api'] ?? '-',
-    p.cpuMsPerLifecycle['worker'] ?? '-',
-    p.cpuMsPerLifecycle['postgres'] ?? '-',
-    p.cpuMsPerLifecycle['redis'] ?? '-',
-    p.cpuMsPerLifecycle['client'] ?? '-',
-    p.peakRssMiB['api'] ?? '-',
-    p.peakRssMiB['worker'] ?? '-',
-    p.upstreamCallsPerLifecycle['total'] ?? '-',
+    p.controlPlaneWriteTransactionsPerLifecycle,
+    cell(p.cpuMsPerLifecycle['api']),
+    cell(p.cpuMsPerLifecycle['worker']),
+    cell(p.cpuMsPerLifecycle['postgres']),
+    cell(p.cpuMsPerLifecycle['redis']),
+    cell(p.cpuMsPerLifecycle['client']),
+    cell(p.peakRssMiB['api']),
+    cell(p.peakRssMiB['worker']),
+    cell(p.upstreamCallsPerLifecycle['total']),
     p.requestsPerLifecycle,
-    pgRatio(r.pgLimit, p.clients, p.writeCommitsPerSecond),
+    cell(pgRatio(r.pgLimit, p.clients, p.writeCommitsPerSecond)),
   ];
   const httpHeaders = [
     'HTTP (production mode)',
@@ -247,6 +286,7 @@ function printReport(r: Results): void {
     'done',
     'lifecycles/s',
     'write tx/lc',
+    'control-plane tx/lc',
     'API ms/lc',
     'worker ms/lc',
     'PG ms/lc',
@@ -260,7 +300,7 @@ function printReport(r: Results): void {
   ];
   out.push(table(httpHeaders, r.http.map(httpRow)), '');
   for (const p of r.http) {
-    out.push(`Latency ms, HTTP, ${p.topology}, ${p.clients} clients`);
+    out.push(`Latency ms, HTTP, ${p.topology}, ${plural(p.clients, 'client')}`);
     out.push(table(['series', 'n', 'p50', 'p95', 'p99', 'max'], latencyRows(p.latencyMs)), '');
   }
   if (r.pgLimit.length > 0) {
@@ -281,6 +321,7 @@ function printReport(r: Results): void {
           'done',
           'lifecycles/s',
           'write tx/lc',
+          'control-plane tx/lc',
           'engine ms/lc',
           'PG ms/lc',
           'ratio_to_pg_limit',
@@ -291,22 +332,88 @@ function printReport(r: Results): void {
           `${p.completed}/${p.n}`,
           p.lifecyclesPerSecond,
           p.writeTransactionsPerLifecycle,
+          p.controlPlaneWriteTransactionsPerLifecycle,
           p.cpuMsPerLifecycle.engine,
           p.cpuMsPerLifecycle.postgres,
-          pgRatio(r.pgLimit, p.clients, p.writeCommitsPerSecond),
+          cell(pgRatio(r.pgLimit, p.clients, p.writeCommitsPerSecond)),
         ]),
       ),
       '',
     );
     for (const p of r.engine) {
-      out.push(`Latency ms, engine only, ${p.clients} clients`);
+      out.push(`Latency ms, engine only, ${plural(p.clients, 'client')}`);
       out.push(table(['series', 'n', 'p50', 'p95', 'p99', 'max'], latencyRows(p.latencyMs)), '');
     }
   }
   const scaled = [...r.scale.workers, ...r.scale.apis];
   if (scaled.length > 0) out.push('Scale', table(httpHeaders, scaled.map(httpRow)), '');
+  const t = r.tables.inProcess;
+  if (t !== null) {
+    out.push(
+      `1k vs 100k Environments, in-process actor protocol (bench/scale.ts: ${t.clients} clients, ${t.events} transitions per round, median of 3)`,
+      table(
+        ['Environments in the tables', 'transitions/s', 'ms/transition', 'rounds (ms/transition)'],
+        [t.small, t.large].map((p) => [
+          p.environments,
+          p.transitionsPerSecond,
+          p.msPerTransition,
+          p.rounds.join(' '),
+        ]),
+      ),
+      `cost ratio ${t.costRatio}; fill ${t.fillSeconds} s; bench process RSS ${t.rssMiBBefore} → ${t.rssMiBAfter} MiB`,
+      '',
+    );
+  }
+  const idle = r.tables.idle;
+  if (idle !== null) {
+    out.push(
+      'Idle Environments: one `sandlot serve` child (1 API + 1 worker), reads of idle Environments then lifecycles over HTTP',
+      table(
+        [
+          'Environments in the tables',
+          'idle reads',
+          'distinct',
+          'read ms',
+          'lifecycles/s',
+          'API ms/lc',
+          'worker ms/lc',
+          'PG ms/lc',
+          'API VmRSS MiB',
+          'API VmHWM MiB',
+        ],
+        [idle.small, idle.large].map((p) => [
+          p.environments,
+          p.reads,
+          p.distinctRead,
+          p.readMsPerRequest,
+          p.lifecyclesPerSecond,
+          cell(p.cpuMsPerLifecycle['api']),
+          cell(p.cpuMsPerLifecycle['worker']),
+          cell(p.cpuMsPerLifecycle['postgres']),
+          p.apiRssMiB,
+          p.apiHwmMiB,
+        ]),
+      ),
+      `API RSS added ${idle.apiRssMiBAdded} MiB; lifecycle cost ratio ${idle.lifecycleCostRatio} (lifecycles/s), ${idle.cpuCostRatio} (CPU); ` +
+        `fill ${idle.fillSeconds} s (${Object.entries(idle.copiedRows)
+          .filter(([, n]) => n > 0)
+          .map(([table, n]) => `${table} ${n}`)
+          .join(', ')})`,
+      ...[idle.small, idle.large].map(
+        (p) =>
+          `rows read by sequential scans during the ${p.environments} phase: ${
+            Object.entries(p.seqTuplesRead)
+              .slice(0, 4)
+              .map(([table, n]) => `${table} ${n}`)
+              .join(', ') || 'none'
+          }`,
+      ),
+      '',
+    );
+  }
   if (r.peers !== null) {
-    if (r.peers.note !== undefined) out.push(`Peers: ${r.peers.note}`);
+    if (r.peers.install !== undefined) out.push(`Peers: ${r.peers.install}`);
+    for (const line of r.peers.skipped) out.push(`peers skipped: ${line}`);
     if (r.peers.points.length > 0) {
       out.push(
         table(
@@ -320,38 +427,190 @@ function printReport(r: Results): void {
   out.push('Ratios');
   out.push(
     table(
-      ['ratio', 'value'],
-      Object.entries(r.ratios).map(([k, v]) => [k, Number.isNaN(v) ? '-' : v]),
+      ['ratio', 'value', 'note'],
+      r.ratios.map((x) => [x.name, x.value === null ? '-' : x.value, x.why ?? '']),
+    ),
+    '',
+  );
+  out.push('Targets (issue E9)');
+  out.push(
+    table(
+      ['target', 'measured', 'met'],
+      r.targets.map((x) => [x.target, x.measured, x.met]),
     ),
   );
   for (const note of r.notes) out.push(`note: ${note}`);
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
-function ratios(r: Results): Record<string, number> {
-  const result: Record<string, number> = {};
-  for (const p of r.http) {
-    result[`http c=${p.clients} ratio_to_pg_limit`] = pgRatio(r.pgLimit, p.clients, p.writeCommitsPerSecond);
-  }
-  for (const p of r.engine) {
-    result[`engine c=${p.clients} ratio_to_pg_limit`] = pgRatio(
-      r.pgLimit,
-      p.clients,
-      p.writeCommitsPerSecond,
-    );
-  }
-  Object.assign(result, r.scale.ratios);
-  const ours = (variant: string, clients: number) =>
-    (variant === 'engine' ? r.engine : r.http).find((p) => p.clients === clients)?.lifecyclesPerSecond;
-  for (const peer of r.peers?.points ?? []) {
-    const variant = /engine/i.test(peer.variant) ? 'engine' : 'http';
-    const mine = ours(variant, peer.clients);
-    if (mine !== undefined && peer.lifecyclesPerSecond > 0) {
-      result[`${variant} c=${peer.clients} sandlot/${peer.peer}`] = round(mine / peer.lifecyclesPerSecond, 3);
+/** Every ratio the report promises, each with its value or why it has none. */
+function ratios(r: Results, o: BenchOptions): Ratio[] {
+  const list: Ratio[] = [];
+  const missing = (why: string) => ({ value: null, why });
+  for (const variant of ['http', 'engine'] as const) {
+    const points: Array<HttpPoint | EnginePoint> = variant === 'http' ? r.http : r.engine;
+    for (const clients of o.clients) {
+      const name = `ratio_to_pg_limit, ${variant}, ${plural(clients, 'client')}`;
+      const p = points.find((x) => x.clients === clients);
+      const value = p === undefined ? Number.NaN : pgRatio(r.pgLimit, clients, p.writeCommitsPerSecond);
+      if (!Number.isNaN(value)) list.push({ name, value });
+      else if (!o.pgbench) list.push({ name, ...missing('--no-pgbench') });
+      else if (variant === 'engine' && !o.engine) list.push({ name, ...missing('--no-engine') });
+      else list.push({ name, ...missing('no point or no pgbench tps (see above)') });
     }
   }
-  return result;
+  for (const peer of ['dbos', 'restate']) {
+    for (const variant of ['http', 'engine'] as const) {
+      for (const clients of o.clients) {
+        const name = `Sandlot / ${peer === 'dbos' ? 'DBOS' : 'Restate'}, ${variant}, ${plural(clients, 'client')}`;
+        const ours = (variant === 'engine' ? r.engine : r.http).find((p) => p.clients === clients);
+        const theirs = r.peers?.points.find(
+          (p) => p.peer === peer && p.variant === variant && p.clients === clients,
+        );
+        if (ours !== undefined && theirs !== undefined && theirs.lifecyclesPerSecond > 0) {
+          list.push({ name, value: round(ours.lifecyclesPerSecond / theirs.lifecyclesPerSecond, 3) });
+        } else if (!o.peers) list.push({ name, ...missing('--no-peers') });
+        else if (ours === undefined) list.push({ name, ...missing(`no Sandlot ${variant} point`) });
+        else {
+          const why = r.peers?.skipped.find((line) => line.startsWith(`${peer}:`) || !/^\w+:/.test(line));
+          const all = r.peers?.skipped.find((line) => line.startsWith('all:') || line.startsWith('install:'));
+          list.push({ name, ...missing(`peers skipped: ${all ?? why ?? 'no such peer point'}`) });
+        }
+      }
+    }
+  }
+  const scaleWhy = o.scale ? 'scale run failed (see notes)' : '--no-scale';
+  for (const [label, key] of [
+    ['2 workers / 1 worker', 'workers'],
+    ['2 API processes / 1 (round robin)', 'apis'],
+  ] as const) {
+    const name = `${label}, lifecycles/s, ${r.scale.clients} clients`;
+    const value = r.scale.ratios[key];
+    list.push(value === undefined || Number.isNaN(value) ? { name, ...missing(scaleWhy) } : { name, value });
+  }
+  const tablesWhy = o.tables ? 'failed (see notes)' : '--no-tables';
+  const large = `${o.large / 1000}k`;
+  const small = `${o.small / 1000}k`;
+  const t = r.tables.inProcess;
+  list.push(
+    t === null
+      ? { name: `transition cost ${large} / ${small}, in-process`, ...missing(tablesWhy) }
+      : { name: `transition cost ${large} / ${small}, in-process`, value: t.costRatio },
+  );
+  const idle = r.tables.idle;
+  if (idle === null) {
+    list.push({ name: `lifecycle cost ${large} / ${small}, HTTP (wall)`, ...missing(tablesWhy) });
+    list.push({ name: `lifecycle cost ${large} / ${small}, HTTP (CPU)`, ...missing(tablesWhy) });
+    list.push({ name: `API process RSS ${small} → ${large} idle, MiB`, ...missing(tablesWhy) });
+  } else {
+    list.push({ name: `lifecycle cost ${large} / ${small}, HTTP (wall)`, value: idle.lifecycleCostRatio });
+    list.push({ name: `lifecycle cost ${large} / ${small}, HTTP (CPU)`, value: idle.cpuCostRatio });
+    list.push({
+      name: `API process RSS ${small} → ${large} idle, MiB`,
+      value: `${idle.small.apiRssMiB} → ${idle.large.apiRssMiB} (${idle.apiRssMiBAdded >= 0 ? '+' : ''}${idle.apiRssMiBAdded})`,
+    });
+  }
+  return list;
 }
+
+/** The issue's targets against this run (at 8 clients where a client count matters). */
+function targets(r: Results, o: BenchOptions): Target[] {
+  const clients = o.clients.includes(8) ? 8 : (o.clients.at(-1) ?? 8);
+  const http = r.http.find((p) => p.clients === clients);
+  const engine = r.engine.find((p) => p.clients === clients);
+  const met = (ok: boolean | undefined): Target['met'] => (ok === undefined ? '-' : ok ? 'yes' : 'no');
+  const list: Target[] = [];
+  const lc = http?.lifecyclesPerSecond;
+  list.push({
+    target: `HTTP lifecycles/s at ${clients} clients ≥ 5× the original 11–16/s (≥ 55–80)`,
+    measured: lc === undefined ? '-' : `${lc} (×${round(lc / 16, 2)}–×${round(lc / 11, 2)})`,
+    met: lc === undefined ? '-' : lc >= 80 ? 'yes' : lc >= 55 ? 'partly' : 'no',
+  });
+  const api = http?.cpuMsPerLifecycle['api'];
+  list.push({
+    target: `API CPU ≤ 10 ms per lifecycle (${clients} clients)`,
+    measured: cell(api).toString(),
+    met: met(api === undefined ? undefined : api <= 10),
+  });
+  const pgMs = http?.cpuMsPerLifecycle['postgres'];
+  list.push({
+    target: `PostgreSQL CPU ≤ 8 ms per lifecycle (HTTP, ${clients} clients)`,
+    measured: cell(pgMs).toString(),
+    met: met(pgMs === undefined ? undefined : pgMs <= 8),
+  });
+  const engineRatio =
+    engine === undefined ? Number.NaN : pgRatio(r.pgLimit, clients, engine.writeCommitsPerSecond);
+  list.push({
+    target: `ratio_to_pg_limit ≥ 0.5, engine-only (${clients} clients)`,
+    measured: cell(engineRatio).toString(),
+    met: met(Number.isNaN(engineRatio) ? undefined : engineRatio >= 0.5),
+  });
+  const peerRatios = r.ratios.filter(
+    (x) => x.name.startsWith('Sandlot / ') && x.name.endsWith(`, ${plural(clients, 'client')}`),
+  );
+  const values = peerRatios.map((x) => (typeof x.value === 'number' ? x.value : Number.NaN));
+  list.push({
+    target: `≥ 2× DBOS and Restate, HTTP and engine-only (${clients} clients)`,
+    measured:
+      peerRatios.length === 0
+        ? '-'
+        : peerRatios
+            .map(
+              (x) =>
+                `${x.name.replace(/^Sandlot \/ /, '').replace(`, ${plural(clients, 'client')}`, '')} ${cell(x.value ?? undefined)}`,
+            )
+            .join('; '),
+    met: met(
+      values.length === 0 || values.some((v) => Number.isNaN(v)) ? undefined : values.every((v) => v >= 2),
+    ),
+  });
+  const tx = http?.controlPlaneWriteTransactionsPerLifecycle;
+  list.push({
+    target: '≤ 8 write transactions per lifecycle, control plane (HTTP)',
+    measured:
+      tx === undefined
+        ? '-'
+        : `${tx} (${http?.writeTransactionsPerLifecycle} with the simulated provider's own)`,
+    met: met(tx === undefined ? undefined : tx <= 8),
+  });
+  const workers = r.scale.ratios['workers'];
+  list.push({
+    target: '2 workers ≥ 1.6× 1 worker',
+    measured: cell(workers).toString(),
+    met: met(workers === undefined || Number.isNaN(workers) ? undefined : workers >= 1.6),
+  });
+  const costs = [
+    r.tables.inProcess?.costRatio,
+    r.tables.idle?.lifecycleCostRatio,
+    r.tables.idle?.cpuCostRatio,
+  ];
+  list.push({
+    target: 'cost with 100k Environments ≤ 1.2× with 1k',
+    measured: `in-process ${cell(costs[0])}; HTTP wall ${cell(costs[1])}; HTTP CPU ${cell(costs[2])}`,
+    met: met(costs.some((c) => c === undefined) ? undefined : costs.every((c) => (c ?? 0) <= 1.2)),
+  });
+  const added = r.tables.idle?.apiRssMiBAdded;
+  list.push({
+    target: 'API process RSS added by 100k idle Environments < 50 MB',
+    measured: added === undefined ? '-' : `${added} MiB`,
+    met: met(added === undefined ? undefined : added * 1.048576 < 50),
+  });
+  return list;
+}
+
+/** Runs `step`; a failure becomes a note and `fallback`, so one broken part never hides the rest. */
+async function attempt<T>(notes: string[], what: string, fallback: T, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    notes.push(`${what} failed: ${message.split('\n').slice(0, 3).join(' | ')}`);
+    status(`${what} failed: ${message.split('\n')[0] ?? ''}`);
+    return fallback;
+  }
+}
+
+const load = () => loadavg().map((x) => round(x, 2));
 
 export async function main(argv: string[]): Promise<void> {
   const parsed = parseOptions(argv);
@@ -362,68 +621,149 @@ export async function main(argv: string[]): Promise<void> {
   const o = parsed;
   const startedAt = new Date();
   const notes: string[] = [];
+  // The peers' install (when missing) runs beside the build, before anything is measured, so that
+  // npm's work never overlaps a measured point; if it fails, the peers are skipped, nothing else.
+  let peersInstall: string | undefined;
+  let peersUnavailable: string | undefined;
+  const installing = o.peers
+    ? ensurePeersInstalled().then(
+        (note) => {
+          peersInstall = note;
+        },
+        (error: unknown) => {
+          peersUnavailable = `install: ${error instanceof Error ? error.message : String(error)}`;
+          status(`peers skipped: ${peersUnavailable}`);
+        },
+      )
+    : Promise.resolve();
   const entry = await prepareEntry(o.entry);
+  await installing;
   const server = o.privatePostgres ? await startPrivatePostgres() : undefined;
   if (server !== undefined) status(`private PostgreSQL at ${server.url}`);
   const database = await createBenchDatabase(server?.url);
   status(`database ${database.name}`);
   const probe = await openProbe(database);
+  const scaleClients = o.clients.includes(8) ? 8 : (o.clients.at(-1) ?? 8);
   const results: Results = {
     startedAt: startedAt.toISOString(),
     options: o,
     machine: await describeMachine(probe, o.redisUrl),
+    loadAverage: { start: load() },
     entry: entry.note,
     http: [],
     pgLimit: [],
     engine: [],
-    scale: { workers: [], apis: [], ratios: {} },
+    scale: { clients: scaleClients, workers: [], apis: [], ratios: {} },
+    tables: { inProcess: null, idle: null },
     peers: null,
-    ratios: {},
+    ratios: [],
+    targets: [],
     notes,
   };
   try {
     const deps = { database, entry, probe };
-    results.http = await httpSeries(o, deps, { apis: 1, workers: 1 }, o.clients, 'h1');
+    // Order: what needs no stack first, then the scale stacks, then the main 1 API + 1 worker series,
+    // whose stack then serves the 1k vs 100k idle measurement (it fills the database, so it comes
+    // last among the HTTP runs). The scale ratios divide by the main series' point at 8 clients.
     if (o.pgbench) {
       status(`pgbench: ${o.clients.join(', ')} clients, ${o.pgbenchSeconds} s each`);
-      results.pgLimit = await measurePgLimit(database.url, o.clients, o.pgbenchSeconds);
+      results.pgLimit = await attempt(notes, 'pgbench', [], () =>
+        measurePgLimit(database.url, o.clients, o.pgbenchSeconds),
+      );
     }
-    if (o.engine)
-      results.engine = await runEngineOnly({ n: o.n, clients: o.clients, pollMs: o.pollMs, database });
+    if (o.engine) {
+      results.engine = await attempt(notes, 'engine-only', [], () =>
+        runEngineOnly({ n: o.n, clients: o.clients, pollMs: o.pollMs, warmup: o.warmup, database }),
+      );
+    }
+    if (o.tables) {
+      status(`1k vs 100k, in-process (bench/scale.ts): ${o.small} then ${o.large} Environments`);
+      results.tables.inProcess = await attempt(notes, 'in-process 1k vs 100k', null, () =>
+        measureTableScale({
+          url: database.url,
+          small: o.small,
+          large: o.large,
+          clients: 8,
+          events: o.tableEvents,
+          touches: o.quick ? 500 : 2_000,
+          log: (line) => status(`in-process: ${line}`),
+        }),
+      );
+    }
     if (o.scale) {
-      const clients = o.clients.includes(8) ? 8 : (o.clients.at(-1) ?? 8);
-      const base = results.http.find((p) => p.clients === clients);
-      results.scale.workers = await httpSeries(o, deps, { apis: 1, workers: 2 }, [clients], 'w2');
-      results.scale.apis = await httpSeries(o, deps, { apis: 2, workers: 1 }, [clients], 'a2');
-      const two = (points: HttpPoint[]) => points[0]?.lifecyclesPerSecond ?? Number.NaN;
-      if (base !== undefined) {
-        results.scale.ratios[`c=${clients} 2 workers / 1`] = round(
-          two(results.scale.workers) / base.lifecyclesPerSecond,
-          3,
-        );
-        results.scale.ratios[`c=${clients} 2 APIs / 1`] = round(
-          two(results.scale.apis) / base.lifecyclesPerSecond,
-          3,
-        );
-      }
-    } else {
-      notes.push('scale runs (1 vs 2 workers, 1 vs 2 APIs) skipped; run without --quick or with --scale');
+      results.scale.workers = await attempt(notes, '1 API + 2 workers', [], () =>
+        httpSeries(o, deps, { apis: 1, workers: 2 }, [scaleClients], 'w2'),
+      );
+      results.scale.apis = await attempt(notes, '2 APIs + 1 worker', [], () =>
+        httpSeries(o, deps, { apis: 2, workers: 1 }, [scaleClients], 'a2'),
+      );
     }
-    notes.push(
-      'per-transition cost with 1k vs 100k Environments and API RSS with 100k: not measured yet (TODO, docs/performance.md)',
-    );
+    results.http = await httpSeries(o, deps, { apis: 1, workers: 1 }, o.clients, 'h1', async (stack) => {
+      if (!o.tables) return;
+      results.tables.idle = await attempt(notes, 'idle Environments (API RSS)', null, () =>
+        measureIdleEnvironments(stack, database, probe, {
+          small: o.small,
+          large: o.large,
+          reads: o.idleReads,
+          n: o.n,
+          clients: scaleClients,
+          pollMs: o.pollMs,
+          releasedShare: o.idleReleasedShare,
+        }),
+      );
+    });
+    if (o.scale) {
+      const base = results.http.find((p) => p.clients === scaleClients);
+      const ratio = (points: HttpPoint[]) =>
+        base === undefined || points[0] === undefined
+          ? Number.NaN
+          : round(points[0].lifecyclesPerSecond / base.lifecyclesPerSecond, 3);
+      results.scale.ratios['workers'] = ratio(results.scale.workers);
+      results.scale.ratios['apis'] = ratio(results.scale.apis);
+    }
     if (o.peers) {
-      status('peers (bench/peers/run.ts)');
-      results.peers = await runPeersIfPresent({ n: o.n, clients: o.clients, quick: o.quick });
+      if (peersUnavailable !== undefined) {
+        results.peers = { points: [], skipped: [peersUnavailable] };
+      } else {
+        status('peers: DBOS and Restate (bench/peers/run.ts)');
+        results.peers = await runPeersForBench({
+          n: o.n,
+          clients: o.clients,
+          quick: o.quick,
+          warmup: o.quick ? 5 : 100,
+          ...(server === undefined
+            ? {}
+            : {
+                postgres: {
+                  host: '127.0.0.1',
+                  port: server.port,
+                  user: 'postgres',
+                  socketDir: server.socketDir,
+                },
+              }),
+        });
+        if (peersInstall !== undefined) results.peers.install = peersInstall;
+      }
+      if (server === undefined) {
+        notes.push('the peers ran on the shared PostgreSQL at 127.0.0.1:5432, as Sandlot did');
+      } else {
+        notes.push("the peers ran on the bench's private PostgreSQL, as Sandlot did");
+      }
     }
     const contaminated = [...results.http, ...results.engine].filter((p) => p.otherDatabaseCommits > 0);
     if (contaminated.length > 0) {
       notes.push(
         `other databases committed during ${contaminated.length} point(s) (up to ${Math.max(...contaminated.map((p) => p.otherDatabaseCommits))} commits): ` +
-          'write transactions per lifecycle and PostgreSQL CPU may include their work',
+          'write transactions per lifecycle and PostgreSQL CPU may include their work' +
+          (server === undefined
+            ? ' (--private-postgres avoids it)'
+            : " (on the private cluster: its own maintenance, autovacuum and the bench's admin connections)"),
       );
     }
-    results.ratios = ratios(results);
+    results.ratios = ratios(results, o);
+    results.targets = targets(results, o);
+    results.loadAverage.end = load();
+    results.finishedAt = new Date().toISOString();
     printReport(results);
     const dir = join(repoRoot, 'bench', 'results');
     await mkdir(dir, { recursive: true });
@@ -435,7 +775,7 @@ export async function main(argv: string[]): Promise<void> {
         .replace(/\.\d+Z$/, 'Z')}.json`,
     );
     await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
-    status(`results in ${file}`);
+    status(`results in ${file}; ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s in all`);
   } finally {
     await probe.close();
     if (o.keepDatabase) status(`kept database ${database.name}`);
@@ -446,10 +786,20 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main(process.argv.slice(2)).catch((error: unknown) => {
-    process.stderr.write(
-      `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-    process.exit(1);
-  });
+  // Exit when done: a handle left open by a library must not keep a finished bench alive. After a
+  // signal, the clean-up (bench/lib/interrupt.ts) exits instead, and what failed meanwhile is moot.
+  const flow = main(process.argv.slice(2));
+  interruptible(flow);
+  flow.then(
+    () => {
+      if (!isInterrupted()) process.exit(0);
+    },
+    (error: unknown) => {
+      if (isInterrupted()) return;
+      process.stderr.write(
+        `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
+      process.exit(1);
+    },
+  );
 }

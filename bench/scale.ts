@@ -1,10 +1,13 @@
 // Per-transition cost with 1k vs 100k Environments in the tables, side by side in one run: the
 // actor protocol in-process over real PostgreSQL (no HTTP, no auth), C clients each driving its own
 // fresh actor, first with 1k Environment rows (and their journal rows) in the schema, then again
-// after bulk-copying rows up to 100k and ANALYZE. Also the process RSS before and after: a runtime
-// that has committed to Environments among 100k keeps nothing per Environment once they are idle.
-//   npx tsx bench/scale.ts [--small 1000] [--large 100000] [--clients 8] [--events 800]
+// after bulk-copying rows up to 100k and ANALYZE. Each point is the median of three rounds after a
+// warm-up round. Also this process's RSS before and after (the runtime keeps nothing per idle
+// Environment); the RSS of a real API process is measured by bench/lib/idle.ts.
+// `npm run bench` imports `measureTableScale`; alone:
+//   npx tsx bench/scale.ts [--small 1000] [--large 100000] [--clients 8] [--events 4000]
 import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { setup, type AnyMachineSnapshot } from 'xstate';
 import type { ActorDefinition } from '../actors/definition.ts';
@@ -31,25 +34,57 @@ const definition: ActorDefinition<BenchEvent> = {
   fences: () => ({}),
 };
 
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return Number(at === -1 ? fallback : (process.argv[at + 1] ?? fallback));
+export interface TableScaleOptions {
+  /** A database URL; a schema `bench_scale_<random>` is created in it and dropped at the end. */
+  url: string;
+  small?: number;
+  large?: number;
+  clients?: number;
+  /** Transitions per round (split over the clients). */
+  events?: number;
+  /** Transitions on idle copies after the second point, before reading the RSS (default 2,000). */
+  touches?: number;
+  /** Progress lines. */
+  log?: (line: string) => void;
 }
 
-const url = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
-const small = option('small', 1_000);
-const large = option('large', 100_000);
-const clients = option('clients', 8);
-const events = option('events', 800);
+export interface TableScalePoint {
+  environments: number;
+  transitionsPerSecond: number;
+  msPerTransition: number;
+  /** ms per transition of each round (the point is their median). */
+  rounds: number[];
+}
+
+export interface TableScaleResult {
+  clients: number;
+  events: number;
+  small: TableScalePoint;
+  large: TableScalePoint;
+  /** ms per transition at `large` / at `small`: 1 means no growth. */
+  costRatio: number;
+  fillSeconds: number;
+  rssMiBBefore: number;
+  rssMiBAfter: number;
+  rssMiBAdded: number;
+}
 
 const rssMiB = () => Math.round((process.memoryUsage().rss / 1024 / 1024) * 10) / 10;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+const ROUNDS = 3;
 
-async function main(): Promise<void> {
+export async function measureTableScale(options: TableScaleOptions): Promise<TableScaleResult> {
+  const small = options.small ?? 1_000;
+  const large = options.large ?? 100_000;
+  const clients = options.clients ?? 8;
+  const events = options.events ?? 4_000;
+  const log = options.log ?? (() => undefined);
   const schema = `bench_scale_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  const admin = new pg.Client({ connectionString: options.url, options: `-c search_path=${schema}` });
+  admin.on('error', () => undefined);
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
-  const db = createPgDatabase({ connectionString: url, schema, max: 16 });
+  const db = createPgDatabase({ connectionString: options.url, schema, max: 16 });
   try {
     await migrate(db);
     const runtime = new ActorRuntime({ db, definition });
@@ -93,14 +128,17 @@ async function main(): Promise<void> {
            FROM environment_journal j, generate_series($1::int, $2::int) AS g WHERE j.environment_id = 'seed'`,
         [from, copies],
       );
-      await admin.query('ANALYZE');
+      // What autovacuum would do next, done now so that it does not run during the measured point.
+      await admin.query('VACUUM (ANALYZE) environments, environment_journal');
     };
 
-    /** Transitions/s of `clients` fresh actors, `events` transitions in all. */
-    const measure = async (label: string) => {
-      const ids = Array.from({ length: clients }, (_, i) => `${label}-${i}`);
+    /** ms per transition of `clients` fresh actors, `events` transitions in all. */
+    let round = 0;
+    const measureRound = async () => {
+      round += 1;
+      const ids = Array.from({ length: clients }, (_, i) => `round${round}-${i}`);
       for (const id of ids) await create(id);
-      for (const id of ids) for (let i = 0; i < 10; i++) await runtime.send(id, { type: 'flip' }, ctx);
+      for (const id of ids) for (let i = 0; i < 5; i++) await runtime.send(id, { type: 'flip' }, ctx);
       const each = Math.ceil(events / clients);
       const started = performance.now();
       await Promise.all(
@@ -108,36 +146,46 @@ async function main(): Promise<void> {
           for (let i = 0; i < each; i++) await runtime.send(id, { type: 'flip' }, ctx);
         }),
       );
-      const ms = performance.now() - started;
+      return (performance.now() - started) / (each * clients);
+    };
+    const measure = async (environments: number): Promise<TableScalePoint> => {
+      const rounds: number[] = [];
+      for (let i = 0; i < ROUNDS; i++) rounds.push(await measureRound());
+      const ms = median(rounds);
+      log(`${environments} Environments: ${(1000 / ms).toFixed(0)} transitions/s (median of ${ROUNDS})`);
       return {
-        perSecond: Math.round((each * clients) / (ms / 1000)),
-        msPerTransition: ms / (each * clients),
+        environments,
+        transitionsPerSecond: Math.round(1000 / ms),
+        msPerTransition: Math.round(ms * 10_000) / 10_000,
+        rounds: rounds.map((r) => Math.round(r * 10_000) / 10_000),
       };
     };
 
     await fillTo(small);
-    await measure('warm-up'); // JIT and pool warm-up, so the first point is not penalised
+    await measureRound(); // JIT and pool warm-up, so the first point is not penalised
     const rssBefore = rssMiB();
-    const first = await measure('small');
-    process.stderr.write(`filling to ${large} Environments…\n`);
+    const first = await measure(small);
+    log(`filling to ${large} Environments`);
+    const filling = performance.now();
     await fillTo(large);
-    const second = await measure('large');
+    const fillSeconds = (performance.now() - filling) / 1000;
+    const second = await measure(large);
     // Touch many of the idle Environments through the runtime (reads by the protocol's own path).
-    for (let i = 0; i < 2_000; i++)
+    const touches = Math.min(options.touches ?? 2_000, copies);
+    for (let i = 0; i < touches; i++)
       await runtime.send(`bulk-${1 + ((i * 37) % copies)}`, { type: 'flip' }, ctx);
     const rssAfter = rssMiB();
-    console.log(
-      JSON.stringify({
-        clients,
-        events,
-        [`perSecondAt${small}`]: first.perSecond,
-        [`perSecondAt${large}`]: second.perSecond,
-        costRatio: +(second.msPerTransition / first.msPerTransition).toFixed(3),
-        rssMiBBefore: rssBefore,
-        rssMiBAfter: rssAfter,
-        rssMiBAdded: +(rssAfter - rssBefore).toFixed(1),
-      }),
-    );
+    return {
+      clients,
+      events,
+      small: first,
+      large: second,
+      costRatio: Math.round((second.msPerTransition / first.msPerTransition) * 1000) / 1000,
+      fillSeconds: Math.round(fillSeconds * 10) / 10,
+      rssMiBBefore: rssBefore,
+      rssMiBAfter: rssAfter,
+      rssMiBAdded: Math.round((rssAfter - rssBefore) * 10) / 10,
+    };
   } finally {
     await db.close();
     await admin.query(`DROP SCHEMA ${schema} CASCADE`);
@@ -145,4 +193,18 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const option = (name: string, fallback: number): number => {
+    const at = process.argv.indexOf(`--${name}`);
+    return Number(at === -1 ? fallback : (process.argv[at + 1] ?? fallback));
+  };
+  const result = await measureTableScale({
+    url: process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test',
+    small: option('small', 1_000),
+    large: option('large', 100_000),
+    clients: option('clients', 8),
+    events: option('events', 4_000),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  console.log(JSON.stringify(result));
+}

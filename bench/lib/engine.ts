@@ -23,6 +23,8 @@ export interface EngineOptions {
   clients?: number[];
   /** Pause between two polling reads of one lifecycle (default 50 ms). */
   pollMs?: number;
+  /** Unmeasured lifecycles first (default 20). */
+  warmup?: number;
   /** Worker concurrency (default 8, as `sandlot worker`). */
   workerConcurrency?: number;
   /** A database to use (a schema `engine_<time>` is created in it); default a throw-away one. */
@@ -39,6 +41,8 @@ export interface EnginePoint {
   wallMs: number;
   lifecyclesPerSecond: number;
   writeTransactionsPerLifecycle: number;
+  /** The same without the simulated provider's own writes (see PgProbe.providerWrites). */
+  controlPlaneWriteTransactionsPerLifecycle: number;
   writeCommitsPerSecond: number;
   otherDatabaseCommits: number;
   cpuMsPerLifecycle: { engine: number; postgres: number };
@@ -92,7 +96,7 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
     const points: EnginePoint[] = [];
     // A short warm-up (JIT, pool connections), not measured.
     await drive(h, {
-      n: Math.min(20, n),
+      n: Math.min(options.warmup ?? 20, n),
       clients: 4,
       pollMs,
       tag: `${schema}-warm`,
@@ -100,6 +104,7 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
     });
     for (const clients of clientCounts) {
       status(`engine-only: ${n} lifecycles, ${clients} in flight`);
+      const providerBefore = await probe.providerWrites(schema);
       const window = await openWindow(probe, { fixed: {}, postgres: true });
       const cpuBefore = process.cpuUsage();
       const run = await drive(h, {
@@ -111,6 +116,7 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
       });
       const cpu = process.cpuUsage(cpuBefore);
       const measured = await window.stop();
+      const providerWrites = (await probe.providerWrites(schema)) - providerBefore;
       const done = Math.max(1, run.completed);
       points.push({
         variant: 'engine',
@@ -122,6 +128,10 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
         wallMs: round(run.wallMs),
         lifecyclesPerSecond: round(run.completed / (run.wallMs / 1000), 2),
         writeTransactionsPerLifecycle: round(measured.writeTransactions / done, 2),
+        controlPlaneWriteTransactionsPerLifecycle: round(
+          (measured.writeTransactions - providerWrites) / done,
+          2,
+        ),
         writeCommitsPerSecond: round(measured.writeTransactions / (run.wallMs / 1000), 1),
         otherDatabaseCommits: measured.otherDatabaseCommits,
         cpuMsPerLifecycle: {

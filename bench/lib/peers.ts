@@ -1,90 +1,141 @@
-// The peers' figures, if bench/peers/run.ts exists and exports `runPeers` (another harness, with
-// its own package.json). Imported dynamically: when it is absent, or fails, the report says so and
-// goes on. Its result is read leniently: any list of records carrying a peer name, a variant, a
-// client count and lifecycles per second.
-import { existsSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
+// The peers' figures for the main report: bench/peers/run.ts (DBOS Transact and Restate running the
+// same lifecycle), installed first when its node_modules is missing or stale (`npm ci --prefix
+// bench/peers`, from the npm registry, install scripts off). Whatever fails (the install, a peer
+// that cannot run here) is reported as "peers skipped: <why>" and the bench goes on.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { repoRoot } from '../../test/support/chaos-worker.ts';
+import { repoRoot } from './root.ts';
+import { runPeers, type PeerPostgres } from '../peers/run.ts';
+import { status } from './progress.ts';
 
 export interface PeerPoint {
   peer: string;
-  variant: string;
+  variant: 'engine' | 'http';
   clients: number;
   lifecyclesPerSecond: number;
 }
 
 export interface PeersOutcome {
   points: PeerPoint[];
-  raw: unknown;
-  note?: string;
+  /** One line per peer (or for all) that did not run: "dbos: …", "install: …". */
+  skipped: string[];
+  /** How the peers were installed in this run, if they were. */
+  install?: string;
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-const num = (value: unknown): number | undefined =>
-  typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+const peersDir = join(repoRoot, 'bench', 'peers');
 
-/** Every nested record that looks like one measured point. */
-function collect(value: unknown, inherited: Partial<PeerPoint>, out: PeerPoint[]): void {
-  if (Array.isArray(value)) {
-    for (const item of value) collect(item, inherited, out);
-    return;
+/** Why the installed peers do not match bench/peers/package.json (undefined: they do). */
+function staleness(): string | undefined {
+  const manifest = JSON.parse(readFileSync(join(peersDir, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
+  for (const [name, version] of Object.entries(manifest.dependencies ?? {})) {
+    const file = join(peersDir, 'node_modules', name, 'package.json');
+    if (!existsSync(file)) return `${name} is not installed`;
+    const installed = (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version;
+    if (installed !== version) return `${name} ${installed ?? '?'} is installed, ${version} wanted`;
   }
-  if (value === null || typeof value !== 'object') return;
-  const record = value as Record<string, unknown>;
-  const here: Partial<PeerPoint> = { ...inherited };
-  const peer = text(record['peer']) ?? text(record['name']) ?? text(record['system']);
-  if (peer !== undefined) here.peer = peer;
-  const variant = text(record['variant']) ?? text(record['mode']);
-  if (variant !== undefined) here.variant = variant;
-  const clients = num(record['clients']) ?? num(record['concurrency']);
-  if (clients !== undefined) here.clients = clients;
-  const rate = num(record['lifecyclesPerSecond']) ?? num(record['throughput']) ?? num(record['perSecond']);
-  if (rate !== undefined && here.peer !== undefined && here.clients !== undefined) {
-    out.push({
-      peer: here.peer,
-      variant: here.variant ?? 'http',
-      clients: here.clients,
-      lifecyclesPerSecond: rate,
+  return undefined;
+}
+
+/** npm's error code and its first line that says what failed ("request to … failed, reason: …"). */
+function npmReason(output: string): string {
+  const lines = output
+    .split('\n')
+    .filter((line) => line.startsWith('npm error'))
+    .map((line) => line.replace(/^npm error\s?/, '').trim())
+    .filter(
+      (line) => line !== '' && !/^(at |[{}]|[a-z]\w*: |A complete log|If you are behind a proxy)/.test(line),
+    );
+  const code = lines.find((line) => line.startsWith('code '));
+  const cause = lines.find((line) => !/^(code|syscall|errno) /.test(line));
+  return [code, cause]
+    .filter((line): line is string => line !== undefined)
+    .join(': ')
+    .slice(0, 300);
+}
+
+/** `npm ci --prefix bench/peers`, its output forwarded line by line, a status line every 5 s. */
+function npmCi(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('npm', ['ci', '--prefix', peersDir, '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    return;
-  }
-  for (const [key, nested] of Object.entries(record)) {
-    if (nested !== null && typeof nested === 'object') {
-      // A map keyed by peer or variant name ({ dbos: { http: [...] } }) names its children.
-      const named: Partial<PeerPoint> = { ...here };
-      if (here.peer === undefined) named.peer = key;
-      else if (here.variant === undefined) named.variant = key;
-      collect(nested, named, out);
-    }
-  }
+    const started = performance.now();
+    let output = '';
+    const forward = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      output = (output + text).slice(0, 20_000);
+      for (const line of text.split('\n')) if (line.trim() !== '') status(`npm: ${line.trim()}`);
+    };
+    child.stdout.on('data', forward);
+    child.stderr.on('data', forward);
+    const ticker = setInterval(
+      () => status(`installing peers… ${Math.round((performance.now() - started) / 1000)} s`),
+      5_000,
+    );
+    // A registry that stops answering must not hold the bench: 5 minutes is far beyond a normal install.
+    const timer = setTimeout(() => child.kill('SIGTERM'), 300_000);
+    child.once('error', (error) => {
+      clearInterval(ticker);
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (code, signal) => {
+      clearInterval(ticker);
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else {
+        const why = npmReason(output);
+        reject(new Error(`npm ci exited with ${code ?? signal ?? '?'}${why === '' ? '' : `: ${why}`}`));
+      }
+    });
+  });
 }
 
-export async function runPeersIfPresent(options: {
+/** Installs the peers if needed; answers a note on success, or throws why it could not. */
+export async function ensurePeersInstalled(): Promise<string | undefined> {
+  const why = staleness();
+  if (why === undefined) return undefined;
+  status(`peers not installed (${why}): npm ci --prefix bench/peers`);
+  const started = performance.now();
+  await npmCi();
+  const still = staleness();
+  if (still !== undefined) throw new Error(`after npm ci, ${still}`);
+  const seconds = Math.round((performance.now() - started) / 1000);
+  status(`peers installed in ${seconds} s`);
+  return `installed by this run (npm ci --prefix bench/peers, ${seconds} s)`;
+}
+
+/** Runs both peers at the bench's client counts; never throws. */
+export async function runPeersForBench(options: {
   n: number;
   clients: number[];
   quick: boolean;
+  warmup: number;
+  postgres?: PeerPostgres;
 }): Promise<PeersOutcome> {
-  const file = join(repoRoot, 'bench', 'peers', 'run.ts');
-  if (!existsSync(file))
-    return { points: [], raw: null, note: 'bench/peers/run.ts is absent: peers skipped' };
   try {
-    const module = (await import(pathToFileURL(file).href)) as { runPeers?: (o: unknown) => unknown };
-    if (typeof module.runPeers !== 'function') {
-      return { points: [], raw: null, note: 'bench/peers/run.ts exports no runPeers: peers skipped' };
-    }
-    // Both spellings: ours (n, clients) and bench/peers/run.ts's (lifecycles, concurrencies).
-    const raw = await module.runPeers({ ...options, lifecycles: options.n, concurrencies: options.clients });
-    const points: PeerPoint[] = [];
-    collect(raw, {}, points);
-    return points.length > 0
-      ? { points, raw }
-      : { points, raw, note: 'runPeers answered nothing that names a peer, clients and lifecyclesPerSecond' };
-  } catch (error) {
+    const run = await runPeers({
+      concurrencies: options.clients,
+      lifecycles: options.n,
+      quick: options.quick,
+      warmup: options.warmup,
+      ...(options.postgres === undefined ? {} : { postgres: options.postgres }),
+    });
     return {
-      points: [],
-      raw: null,
-      note: `runPeers failed: ${error instanceof Error ? error.message : String(error)}`,
+      points: run.points.map((p) => ({
+        peer: p.peer,
+        variant: p.variant,
+        clients: p.concurrency,
+        lifecyclesPerSecond: p.lifecyclesPerSecond,
+      })),
+      skipped: run.skipped.map(({ peer, why }) => `${peer}: ${why}`),
     };
+  } catch (error) {
+    return { points: [], skipped: [`all: ${error instanceof Error ? error.message : String(error)}`] };
   }
 }

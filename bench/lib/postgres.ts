@@ -7,6 +7,7 @@
 // background writer and checkpointer).
 import pg from 'pg';
 import { testDatabaseUrl } from '../../test/support/databases.ts';
+import { onInterrupt } from './interrupt.ts';
 
 export interface BenchDatabase {
   name: string;
@@ -31,10 +32,10 @@ export async function createBenchDatabase(server = testDatabaseUrl): Promise<Ben
   } finally {
     await admin.end();
   }
-  return {
-    name,
-    url: adminUrl(name, server),
-    async drop() {
+  let dropping: Promise<void> | undefined;
+  const drop = () =>
+    (dropping ??= (async () => {
+      forget();
       const client = new pg.Client({ connectionString: adminUrl('postgres', server) });
       await client.connect();
       try {
@@ -42,8 +43,9 @@ export async function createBenchDatabase(server = testDatabaseUrl): Promise<Ben
       } finally {
         await client.end();
       }
-    },
-  };
+    })());
+  const forget = onInterrupt(`database ${name}`, drop);
+  return { name, url: adminUrl(name, server), drop };
 }
 
 export interface PgWindowMark {
@@ -57,11 +59,19 @@ export interface PgProbe {
   /** PIDs of the server processes that work for our database (see the header). */
   pids(): Promise<number[]>;
   versions(): Promise<{ server: string }>;
+  /**
+   * Write transactions the simulated provider has made in `schema` so far: one per call-log row and
+   * one per resource created or deleted (each its own autocommit statement, outside the control
+   * plane's transactions). Subtracted from the ID delta, that leaves the control plane's own.
+   */
+  providerWrites(schema: string): Promise<number>;
   close(): Promise<void>;
 }
 
 export async function openProbe(database: BenchDatabase): Promise<PgProbe> {
   const client = new pg.Client({ connectionString: database.url });
+  // A connection the server ends (the database dropped on an interruption) is not a crash.
+  client.on('error', () => undefined);
   await client.connect();
   return {
     async mark() {
@@ -85,6 +95,20 @@ export async function openProbe(database: BenchDatabase): Promise<PgProbe> {
     async versions() {
       const { rows } = await client.query<{ v: string }>("SELECT current_setting('server_version') AS v");
       return { server: rows[0]?.v ?? 'unknown' };
+    },
+    async providerWrites(schema) {
+      const table = (name: string) => `${client.escapeIdentifier(schema)}.${name}`;
+      const { rows: present } = await client.query<{ calls: boolean; resources: boolean }>(
+        `SELECT to_regclass($1) IS NOT NULL AS calls, to_regclass($2) IS NOT NULL AS resources`,
+        [table('simulated_provider_calls'), table('simulated_resources')],
+      );
+      const has = present[0];
+      if (has === undefined || !has.calls || !has.resources) return 0;
+      const { rows } = await client.query<{ n: string }>(
+        `SELECT ((SELECT count(*) FROM ${table('simulated_provider_calls')})
+               + (SELECT count(*) + count(*) FILTER (WHERE deleted) FROM ${table('simulated_resources')}))::text AS n`,
+      );
+      return Number(rows[0]?.n ?? 0);
     },
     close: () => client.end(),
   };

@@ -8,10 +8,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onInterrupt } from './interrupt.ts';
 
 export interface PrivatePostgres {
   /** A server URL (database `postgres`). */
   url: string;
+  port: number;
+  /** Its Unix socket directory (for the Restate peer inside its network namespace). */
+  socketDir: string;
   stop(): Promise<void>;
 }
 
@@ -67,14 +71,16 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
     'start',
   ]);
-  return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    async stop() {
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      forget();
       try {
         run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
-    },
-  };
+    })());
+  const forget = onInterrupt('private PostgreSQL', stop);
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, socketDir: dir, stop };
 }

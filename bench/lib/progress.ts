@@ -41,7 +41,9 @@ export function progress(label: string, total: number): Progress {
   };
 }
 
-/** A line of status on stderr (what the benchmark is starting or measuring). */
+const began = performance.now();
+
+/** A line of status on stderr (what the benchmark is starting or measuring), with the time so far. */
 export const status = (line: string): void => {
-  process.stderr.write(`[bench] ${line}\n`);
+  process.stderr.write(`[bench ${Math.round((performance.now() - began) / 1000)}s] ${line}\n`);
 };

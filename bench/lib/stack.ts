@@ -3,16 +3,17 @@
 // answering from their own maps, so they add no PostgreSQL work), a throw-away database, a unique
 // BullMQ prefix on Redis, and `sandlot serve --no-workers` and `sandlot worker` as child processes
 // in production mode. Children run the compiled build (`npm run build --out-dir <temp>`, then
-// `node <temp>/cli/main.js`); if the build fails (someone's work in progress) they run
-// cli/sandlot.mjs, which loads the sources through tsx, and the report says so.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+// `node <temp>/cli/main.js`); if the build fails (someone's work in progress), or with --entry tsx
+// (--quick's default), they run cli/sandlot.mjs, which loads the sources through tsx, and the
+// report says so.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { allPermissions, buildHarness } from '../../test/support/harness.ts';
 import { deleteKeys } from '../../test/integration/workers-support.ts';
-import { repoRoot } from '../../test/support/chaos-worker.ts';
+import { repoRoot } from './root.ts';
 import {
   fakeAudience,
   fakeIssuer,
@@ -21,6 +22,7 @@ import {
 } from '../../test/support/fake-services.ts';
 import { createPgDatabase } from '../../store/pg-database.ts';
 import type { BenchDatabase } from './postgres.ts';
+import { isInterrupted, onInterrupt } from './interrupt.ts';
 import { status } from './progress.ts';
 
 export const TENANT = 'acme';
@@ -47,9 +49,15 @@ export async function prepareEntry(prefer: 'dist' | 'tsx'): Promise<Entry> {
   if (prefer === 'tsx') return tsx;
   const out = await mkdtemp(join(tmpdir(), 'sandlot-bench-dist-'));
   status(`building into ${out}`);
-  const built = spawnSync('npm', ['run', 'build', '--', '--out-dir', out], {
-    cwd: repoRoot,
-    encoding: 'utf8',
+  // Asynchronously, so that whatever runs beside it (the peers' install) keeps reporting.
+  const built = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn('npm', ['run', 'build', '--', '--out-dir', out], { cwd: repoRoot });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.once('error', (error) => resolve({ status: null, stdout, stderr: `${stderr}${error.message}` }));
+    child.once('close', (code) => resolve({ status: code, stdout, stderr }));
   });
   if (built.status !== 0) {
     await rm(out, { recursive: true, force: true });
@@ -59,11 +67,16 @@ export async function prepareEntry(prefer: 'dist' | 'tsx'): Promise<Entry> {
   }
   // Package imports resolve upwards from the file: give the build the checkout's dependencies.
   await symlink(join(repoRoot, 'node_modules'), join(out, 'node_modules'), 'dir');
+  const cleanup = () => {
+    forget();
+    return rm(out, { recursive: true, force: true });
+  };
+  const forget = onInterrupt('build directory', cleanup);
   return {
     kind: 'dist',
     script: join(out, 'cli', 'main.js'),
     note: 'node <npm run build --out-dir temp>/cli/main.js',
-    cleanup: () => rm(out, { recursive: true, force: true }),
+    cleanup,
   };
 }
 
@@ -77,6 +90,7 @@ export interface Child {
 
 /** Spawns `node <entry> <args>` with only `env` (plus PATH, HOME) and waits for `ready`. */
 export async function startChild(entry: Entry, args: string[], env: Record<string, string>, ready: RegExp) {
+  if (isInterrupted()) throw new Error('interrupted');
   const child: ChildProcess = spawn(process.execPath, [entry.script, ...args], {
     cwd: repoRoot,
     env: {
@@ -99,7 +113,10 @@ export async function startChild(entry: Entry, args: string[], env: Record<strin
   );
   let match: RegExpExecArray | null = null;
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${args[0]} not ready in 60 s:\n${output}`)), 60_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${args[0]} not ready in 60 s:\n${output}`));
+    }, 60_000);
     child.stdout?.on('data', (chunk: Buffer) => {
       keep(chunk);
       match ??= ready.exec(output);
@@ -190,8 +207,22 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const stopAll = async () => {
     await Promise.all([...apis, ...workers].map((c) => c.stop()));
   };
-  try {
-    for (let i = 0; i < options.apis; i++) {
+  // Once only, whether the normal path, a failed start or an interruption asks first.
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      forget();
+      await stopAll();
+      await fake.close();
+      await deleteKeys(redisUrl, prefix);
+    })());
+  const forget = onInterrupt('stack', close);
+  // All at once (start-up is mostly each process loading its code), each kept as soon as it is
+  // ready, so that a failed or interrupted start still stops every one that did start.
+  const apiUrlsByIndex: string[] = [];
+  const apisByIndex: Child[] = [];
+  const starting = await Promise.allSettled([
+    ...Array.from({ length: options.apis }, async (_, index) => {
       const { child, match } = await startChild(
         entry,
         ['serve', '--port', '0', '--no-workers'],
@@ -199,16 +230,20 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         /sandlot listening on (http:\/\/\S+)/,
       );
       apis.push(child);
-      apiUrls.push(match?.[1] ?? '');
-    }
-    for (let i = 0; i < options.workers; i++) {
+      apisByIndex[index] = child;
+      apiUrlsByIndex[index] = match?.[1] ?? '';
+    }),
+    ...Array.from({ length: options.workers }, async () => {
       workers.push((await startChild(entry, ['worker'], env, /sandlot worker running/)).child);
-    }
-  } catch (error) {
-    await stopAll();
-    await fake.close();
-    throw error;
+    }),
+  ]);
+  const failed = starting.find((outcome) => outcome.status === 'rejected');
+  if (failed !== undefined) {
+    await close();
+    throw failed.reason;
   }
+  apis.splice(0, apis.length, ...apisByIndex); // apis[i] serves apiUrls[i]
+  apiUrls.push(...apiUrlsByIndex);
   const redisPid = await redisProcessId(redisUrl);
   return {
     apiUrls,
@@ -217,11 +252,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     fake,
     redisPid,
     token: () => fake.sign({ sub: SUBJECT, tenant: TENANT }),
-    async close() {
-      await stopAll();
-      await fake.close();
-      await deleteKeys(redisUrl, prefix);
-    },
+    close,
   };
 }
 

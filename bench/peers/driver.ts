@@ -32,13 +32,21 @@ export interface DriverOptions {
 const tenant = 'tenant-a';
 const project = 'project-a';
 const restateEndpointUrl = 'http://127.0.0.1:9080';
+const READY_TIMEOUT_MS = 90_000;
 
 async function main(options: DriverOptions): Promise<PeerPoint[]> {
-  const standIns = await startStandIns();
-  const restateRuntime = options.peer === 'restate' ? await startRestate() : undefined;
-  const database = peerDatabaseName(options.peer);
-  const server = await startPeerServer(options.peer, standIns, database);
+  // Whatever was started is stopped again, in reverse order, however far start-up got: a server
+  // that fails to start must not leave the stand-ins (or Restate) holding this process open.
+  const cleanups: Array<() => Promise<void>> = [];
   try {
+    const standIns = await startStandIns();
+    cleanups.push(() => standIns.close());
+    const restateRuntime = options.peer === 'restate' ? await startRestate() : undefined;
+    if (restateRuntime !== undefined) cleanups.push(() => restateRuntime.stop());
+    const database = peerDatabaseName(options.peer);
+    cleanups.push(() => dropDatabase(peerConnection(database, options.peer === 'restate')));
+    const server = await startPeerServer(options.peer, standIns, database);
+    cleanups.push(() => server.stop());
     await restateRuntime?.register(restateEndpointUrl);
     const points: PeerPoint[] = [];
     for (const variant of ['engine', 'http'] as const) {
@@ -63,10 +71,11 @@ async function main(options: DriverOptions): Promise<PeerPoint[]> {
     }
     return points;
   } finally {
-    await server.stop();
-    await dropDatabase(peerConnection(database, options.peer === 'restate'));
-    await restateRuntime?.stop();
-    await standIns.close();
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((error: unknown) =>
+        process.stderr.write(`  cleanup: ${error instanceof Error ? error.message : String(error)}\n`),
+      );
+    }
   }
 }
 
@@ -128,23 +137,39 @@ async function startPeerServer(
     database,
   });
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', file, options], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // Its stderr goes on to ours; the last error line it wrote names the cause if it dies.
+  let lastError = '';
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    process.stderr.write(`${line}\n`);
+    if (/error/i.test(line) && !/^\s+at /.test(line)) lastError = line.trim();
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const port = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) =>
-      reject(new Error(`${peer} server exited with ${code ?? 'a signal'} before it was ready`)),
-    );
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${peer} server not ready in ${READY_TIMEOUT_MS / 1000} s`));
+    }, READY_TIMEOUT_MS);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      const cause = lastError === '' ? '' : ` (${lastError.slice(0, 200)})`;
+      reject(new Error(`${peer} server exited with ${code ?? 'a signal'} before it was ready${cause}`));
+    });
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (line.startsWith(readyMarker))
+      if (line.startsWith(readyMarker)) {
+        clearTimeout(timer);
         resolve((JSON.parse(line.slice(readyMarker.length)) as { port: number }).port);
+      }
     });
   });
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
     async stop() {
-      await fetch(`${url}/control/shutdown`, { method: 'POST' }).catch(() => undefined);
+      await fetch(`${url}/control/shutdown`, { method: 'POST', signal: AbortSignal.timeout(5_000) }).catch(
+        () => undefined,
+      );
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
       await exited;
       clearTimeout(timer);
@@ -154,13 +179,17 @@ async function startPeerServer(
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const options = JSON.parse(process.argv[2] ?? '{}') as DriverOptions;
+  let line = '';
+  let code = 0;
   try {
-    const points = await main(options);
-    process.stdout.write(`${resultMarker}${JSON.stringify(points)}\n`);
+    line = `${resultMarker}${JSON.stringify(await main(options))}\n`;
   } catch (error) {
     process.stderr.write(
       `peer driver (${options.peer}) failed: ${error instanceof Error ? error.stack : String(error)}\n`,
     );
-    process.exitCode = 1;
+    code = 1;
   }
+  // Exit now rather than when the event loop drains: a handle some library left open (a pool, a
+  // socket) must not keep the driver, and the bench waiting on it, alive.
+  process.stdout.write(line, () => process.exit(code));
 }

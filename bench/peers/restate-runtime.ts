@@ -32,24 +32,31 @@ export async function startRestate(): Promise<RestateRuntime> {
     { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DO_NOT_TRACK: '1' } },
   );
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
-  await waitFor(`${adminUrl}/health`, 30_000);
-  await waitFor(`${ingressUrl}/restate/health`, 30_000);
+  const stop = async () => {
+    server.kill('SIGTERM');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+    await rm(baseDir, { recursive: true, force: true });
+  };
+  try {
+    await waitFor(`${adminUrl}/health`, 30_000);
+    await waitFor(`${ingressUrl}/restate/health`, 30_000);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
   return {
     async register(endpointUrl) {
       const response = await fetch(`${adminUrl}/deployments`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ uri: endpointUrl, force: true }),
+        signal: AbortSignal.timeout(30_000),
       });
       const text = await response.text();
       if (!response.ok) throw new Error(`Restate refused the deployment: HTTP ${response.status} ${text}`);
     },
-    async stop() {
-      server.kill('SIGTERM');
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-      if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-      await rm(baseDir, { recursive: true, force: true });
-    },
+    stop,
   };
 }
 
