@@ -6,7 +6,7 @@
 // and never add one to make a new import pass (move the code to the layer it belongs in instead).
 
 /** Our source folders; an import of anything else (a package, a Node module) is not a layer edge. */
-const OURS = '^(actors|bench|cli|config|http|lib|machines|providers|store|test|workers)/';
+const OURS = '^(actors|bench|cli|config|formats|http|lib|machines|providers|store|test|workers)/';
 
 /** Regex for a list of folders (`store`) or exact files (`actors/ports.ts`). */
 const anyOf = (targets) =>
@@ -44,19 +44,24 @@ const layers = [
     comment: 'Pure machines: nothing of ours outside machines/ and lib/.',
   }),
   ...layer('lib', { values: ['lib'], comment: 'lib/ holds pure utilities: it imports nothing of ours.' }),
+  // Pure data formats (the version 2 output document): no I/O, so any layer that needs one may use it.
+  ...layer('formats', {
+    values: ['formats', 'machines'],
+    comment: 'formats/ are pure encoders and parsers: only other formats and the pure machines.',
+  }),
   // Repositories; the embedded ports (grants, run selections) and the simulated provider's table
   // implement interfaces declared by the layers above, so they may name those shared types.
   // store/ may read the machines' pure definitions (the current lease states, say) so a SQL filter
   // and the machine cannot disagree.
   ...layer('store', {
-    values: ['store', 'machines'],
+    values: ['store', 'machines', 'formats'],
     types: ['actors/ports.ts', 'providers/provider.ts'],
     comment: 'store/ is the bottom layer but for the pure machines/ definitions.',
   }),
   // The immutable AgentHost configuration is read by config/ and used by the profile resolve as data:
   // actors/ may name its type (config/agenthost.ts), never call into config/.
   ...layer('actors', {
-    values: ['actors', 'machines', 'store'],
+    values: ['actors', 'machines', 'store', 'formats'],
     types: ['providers/provider.ts', 'config/agenthost.ts'],
     comment: 'actors/ run machines over the store; providers are reached through attempts (workers/).',
   }),
@@ -77,13 +82,13 @@ const layers = [
   }),
   // workers/ parse effects with the machines' own zod schemas (never a cast).
   ...layer('workers', {
-    values: ['workers', 'actors', 'machines', 'store', 'providers', 'config'],
+    values: ['workers', 'actors', 'machines', 'store', 'providers', 'config', 'formats'],
     comment: 'workers/ run attempts: actors/, store/, the providers, and the machine schemas they parse.',
   }),
   // The simulated provider keeps its own table in store/.
   // A provider-side port implementation (the Kubernetes Workspace storage) names the port it implements.
   ...layer('providers', {
-    values: ['providers', 'store'],
+    values: ['providers', 'store', 'formats'],
     types: ['machines', 'actors/ports.ts'],
     comment: 'providers/ implement the SandboxProvider port.',
   }),
@@ -155,7 +160,7 @@ export default {
       name: 'production-not-to-test',
       comment: 'Production code never imports test support (test/).',
       severity: 'error',
-      from: { path: '^(actors|cli|config|http|lib|machines|providers|store|workers)/' },
+      from: { path: '^(actors|cli|config|formats|http|lib|machines|providers|store|workers)/' },
       to: { path: '^test/' },
     },
     {
@@ -173,7 +178,7 @@ export default {
         'Production code does not run devDependencies (vitest, ajv, yaml...): they are not installed ' +
         'with --omit=dev. Types from them are fine.',
       severity: 'error',
-      from: { path: '^(actors|cli|config|http|lib|machines|providers|store|workers)/' },
+      from: { path: '^(actors|cli|config|formats|http|lib|machines|providers|store|workers)/' },
       to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
     }),
     {

@@ -23,6 +23,7 @@ COPY scripts/build.ts scripts/
 COPY actors actors
 COPY cli cli
 COPY config config
+COPY formats formats
 COPY http http
 COPY lib lib
 COPY machines machines

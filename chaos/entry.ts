@@ -24,6 +24,7 @@ const SOURCE_DIRS = [
   'actors',
   'cli',
   'config',
+  'formats',
   'http',
   'lib',
   'machines',

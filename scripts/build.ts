@@ -25,6 +25,7 @@ const ASSET_ROOTS = [
   'actors',
   'cli',
   'config',
+  'formats',
   'http',
   'lib',
   'machines',

@@ -7,15 +7,15 @@
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { identifierSchema } from '../../machines/environment-events.ts';
-import { MAX_FILES } from './document-limits.ts';
-import { pathProblem } from './repository-path.ts';
+import { MAX_FILES, MAX_SEED_BYTES } from '../../formats/awscapt2/document-limits.ts';
+import { sha256HexSchema } from '../../formats/awscapt2/document-manifest.ts';
+import { pathProblem } from '../../formats/awscapt2/repository-path.ts';
+
+export { MAX_SEED_BYTES, sha256HexSchema };
 
 /** The checkpoint JSON Core answers is bounded (its checkpoint limit). */
 export const MAX_CHECKPOINT_JSON_BYTES = 4 * 1024 * 1024;
-/** A version 2 seed (a credential-free Git bundle) is bounded. */
-export const MAX_SEED_BYTES = 67_188_876;
 
-export const sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, 'expected a lower-case SHA-256 hex digest');
 const gitObjectId = z.string().regex(/^[0-9a-f]{40}$/, 'expected a 40-hex Git object ID');
 
 /** Core's full reference to one checkpoint of one BuildTest step of a run. */

@@ -33,7 +33,7 @@ import {
 } from './accepted-command.ts';
 import { admitCall, checkSeedBytes, checkUnchanged, expectedSeed } from './core-checks.ts';
 import { CoreAnswerRefusedError } from './core-errors.ts';
-import { sha256Of } from './file-package.ts';
+import { sha256Of } from '../../formats/awscapt2/file-package.ts';
 
 export class EmbeddedCore implements Core {
   constructor(

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { constructDocument } from '../../actors/build-test/construct-document.ts';
-import type { PackageFile } from '../../actors/build-test/file-package.ts';
-import { parseDocument } from '../../actors/build-test/output-document.ts';
+import { constructDocument } from '../../formats/awscapt2/construct-document.ts';
+import type { PackageFile } from '../../formats/awscapt2/file-package.ts';
+import { parseDocument } from '../../formats/awscapt2/output-document.ts';
 import { baselineOf, binding, file, outputsOf, source } from '../support/build-test-documents.ts';
 
 const run = promisify(execFile);

@@ -1,15 +1,15 @@
 // Inventories and raw framing for output-document tests: a baseline and a collected tree built from
 // the same file list, and `frame`/`reseal`, which assemble a document without serialize's checks so a
 // test can hand parse exactly the bytes it means to refuse.
-import type { ConstructInput, DeclaredOutput } from '../../actors/build-test/construct-document.ts';
-import { MAGIC } from '../../actors/build-test/document-limits.ts';
+import type { ConstructInput, DeclaredOutput } from '../../formats/awscapt2/construct-document.ts';
+import { MAGIC } from '../../formats/awscapt2/document-limits.ts';
 import {
   encodeManifest,
   type BaselineEntry,
   type Manifest,
-} from '../../actors/build-test/document-manifest.ts';
-import { sha256Of, type FileMode, type PackageFile } from '../../actors/build-test/file-package.ts';
-import { gitBlobId } from '../../actors/build-test/git-binary-patch.ts';
+} from '../../formats/awscapt2/document-manifest.ts';
+import { sha256Of, type FileMode, type PackageFile } from '../../formats/awscapt2/file-package.ts';
+import { gitBlobId } from '../../formats/awscapt2/git-binary-patch.ts';
 
 export const file = (path: string, content: string | Uint8Array, mode: FileMode = '100644'): PackageFile => ({
   path,

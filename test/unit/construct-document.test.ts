@@ -2,16 +2,16 @@
 // complete collected tree: what the package keeps, what is refused, and the complete-tree limits at
 // exactly the admitted value and one file or byte past it.
 import { describe, expect, it } from 'vitest';
-import { constructDocument, type ConstructInput } from '../../actors/build-test/construct-document.ts';
-import { OutputDocumentError, type DocumentFailure } from '../../actors/build-test/document-errors.ts';
+import { constructDocument, type ConstructInput } from '../../formats/awscapt2/construct-document.ts';
+import { OutputDocumentError, type DocumentFailure } from '../../formats/awscapt2/document-errors.ts';
 import {
   MAX_FILES,
   MAX_OUTPUT_BYTES,
   MAX_PATH_BYTES,
   MAX_TOTAL_FILE_BYTES,
-} from '../../actors/build-test/document-limits.ts';
-import { baselineDigest } from '../../actors/build-test/document-manifest.ts';
-import { parseDocument } from '../../actors/build-test/output-document.ts';
+} from '../../formats/awscapt2/document-limits.ts';
+import { baselineDigest } from '../../formats/awscapt2/document-manifest.ts';
+import { parseDocument } from '../../formats/awscapt2/output-document.ts';
 import {
   BASE_FILES,
   baselineOf,

@@ -3,13 +3,13 @@
 // output-document-git.test.ts checks that Git itself applies what we write).
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { OutputDocumentError } from '../../actors/build-test/document-errors.ts';
+import { OutputDocumentError } from '../../formats/awscapt2/document-errors.ts';
 import {
   gitBlobId,
   readBinaryPatch,
   writeBinaryPatch,
   type PatchChange,
-} from '../../actors/build-test/git-binary-patch.ts';
+} from '../../formats/awscapt2/git-binary-patch.ts';
 
 const reason = (run: () => unknown): string => {
   try {

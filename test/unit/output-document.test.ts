@@ -2,22 +2,22 @@
 // built by constructDocument, then taken apart and reassembled with `frame` (no checks at all) or
 // `reseal` (section digests updated), so each case breaks exactly one thing.
 import { describe, expect, it } from 'vitest';
-import { constructDocument } from '../../actors/build-test/construct-document.ts';
-import { OutputDocumentError, type DocumentFailure } from '../../actors/build-test/document-errors.ts';
+import { constructDocument } from '../../formats/awscapt2/construct-document.ts';
+import { OutputDocumentError, type DocumentFailure } from '../../formats/awscapt2/document-errors.ts';
 import {
   MAX_FILES,
   MAX_MANIFEST_BYTES,
   MAX_OUTPUT_BYTES,
   MAX_PACKAGE_BYTES,
   MAX_PATCH_BYTES,
-} from '../../actors/build-test/document-limits.ts';
-import { encodeManifest, type Manifest } from '../../actors/build-test/document-manifest.ts';
-import { encodePackage, sha256Of } from '../../actors/build-test/file-package.ts';
+} from '../../formats/awscapt2/document-limits.ts';
+import { encodeManifest, type Manifest } from '../../formats/awscapt2/document-manifest.ts';
+import { encodePackage, sha256Of } from '../../formats/awscapt2/file-package.ts';
 import {
   documentReference,
   parseDocument,
   serializeDocument,
-} from '../../actors/build-test/output-document.ts';
+} from '../../formats/awscapt2/output-document.ts';
 import { file, frame, reseal, sampleInput } from '../support/build-test-documents.ts';
 
 /** One package entry as bytes, whatever its path. */

@@ -6,18 +6,19 @@
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { identifierSchema } from '../../machines/environment-events.ts';
-import { MAX_SEED_BYTES, sha256HexSchema } from './accepted-command.ts';
 import {
   MAX_FILES,
   MAX_OUTPUT_BYTES,
   MAX_PACKAGE_BYTES,
   MAX_PATCH_BYTES,
   MAX_TOTAL_FILE_BYTES,
+  MAX_SEED_BYTES,
   MAGIC,
 } from './document-limits.ts';
 import { fileModes, type FileMode } from './file-package.ts';
 import { pathProblem, sortByPath } from './repository-path.ts';
 
+export const sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, 'expected a lower-case SHA-256 hex digest');
 const blobIdSchema = z.string().regex(/^[0-9a-f]{40}$/, 'expected a 40-hex Git blob ID');
 const size = z.number().int().min(0).max(MAX_TOTAL_FILE_BYTES);
 const count = z.number().int().min(0).max(MAX_FILES);

@@ -13,6 +13,8 @@ export const MAX_TOTAL_FILE_BYTES = 64 * MiB;
  * may not exceed it (version 1's package of outputs had the same bound).
  */
 export const MAX_OUTPUT_BYTES = 16 * MiB;
+/** A version 2 seed (a credential-free Git bundle) is bounded. */
+export const MAX_SEED_BYTES = 67_188_876;
 /** A repository-relative path, in UTF-8 bytes. */
 export const MAX_PATH_BYTES = 1024;
 
