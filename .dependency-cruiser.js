@@ -62,7 +62,7 @@ const layers = [
   // actors/ may name its type (config/agenthost.ts), never call into config/.
   ...layer('actors', {
     values: ['actors', 'machines', 'store', 'formats'],
-    types: ['providers/provider.ts', 'config/agenthost.ts'],
+    types: ['providers/provider.ts', 'providers/build-test.ts', 'config/agenthost.ts'],
     comment: 'actors/ run machines over the store; providers are reached through attempts (workers/).',
   }),
   // Rows and the Database handle may be named as types anywhere in http/ (a type writes nothing),

@@ -11,6 +11,7 @@
 import type { EnvironmentEvent, LateResource, ResourceSummary } from '../machines/environment-events.ts';
 import { isCurrentLeaseState, type AuthorityLapseCode } from '../machines/environment-context.ts';
 import { attemptRequestSchema, type EffectKind } from '../machines/environment-effects.ts';
+import type { CommandOutcome } from '../machines/environment-events.ts';
 import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import {
   markDispatched,
@@ -31,7 +32,7 @@ import type { ProjectsAuthority, RunSelectionSource } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
 
 /** The lease state an attempt kind may run in: the state is the gate. */
-const gateState: Record<Exclude<EffectKind, 'cleanup' | 'sweep'>, string> = {
+const gateState: Record<Exclude<EffectKind, 'cleanup' | 'sweep' | 'buildTest'>, string> = {
   provision: 'Provisioning',
   release: 'Releasing',
   listOwned: 'ReconciliationRequired',
@@ -69,6 +70,8 @@ export type AttemptOutcome =
       resources?: ResourceSummary[];
       observation?: Observation;
       found?: OwnedResource[];
+      /** A BuildTest step: what it made of the operation, and the evidence for its row. */
+      buildTest?: { outcome: CommandOutcome; evidence: Record<string, unknown> };
     }
   | { state: 'Failed' | 'Unknown'; error: { code: string; message: string } };
 
@@ -97,6 +100,7 @@ function stillCurrent(attempt: AttemptRow, lease: LeaseRow | null): lease is Lea
     lease !== null &&
     attempt.kind !== 'cleanup' &&
     attempt.kind !== 'sweep' &&
+    attempt.kind !== 'buildTest' &&
     lease.resourceGeneration === attempt.resourceGeneration &&
     lease.providerFence === attempt.providerFence &&
     lease.currentFencingGeneration === attempt.fencingGeneration &&
@@ -145,6 +149,7 @@ export function beginAttempt(
         return { event: null, value: { dispatch: false, reason: 'not-pending' } };
       if (attempt.kind === 'cleanup') return beginCleanup(tx, attempt, callTimeoutMs);
       if (attempt.kind === 'sweep') return beginSweep(tx, attempt, callTimeoutMs);
+      if (attempt.kind === 'buildTest') return beginBuildTest(tx, attempt, callTimeoutMs);
       const lease = await readCurrentLease(tx, attempt.environmentId);
       if (!stillCurrent(attempt, lease)) {
         await resolveAttempt(tx, attemptId, {
@@ -215,6 +220,61 @@ async function beginSweep(tx: Queryable, attempt: AttemptRow, callTimeoutMs: num
   const deadline = new Date(Date.now() + callTimeoutMs);
   await markDispatched(tx, attempt.attemptId, deadline);
   return { event: null, value: { dispatch: true, attempt, deadline } as const };
+}
+
+/** A BuildTest step's request: which operation and step (the machine always writes it). */
+function buildTestOf(attempt: AttemptRow) {
+  const step = attemptRequestSchema.parse(attempt.request).buildTest;
+  if (step === undefined) throw new Error(`BuildTest attempt ${attempt.attemptId} names no operation`);
+  return step;
+}
+
+const steppedEvent = (
+  attempt: AttemptRow,
+  outcome: CommandOutcome,
+  evidence: Record<string, unknown>,
+): EnvironmentEvent => {
+  const { operationId, step } = buildTestOf(attempt);
+  return { type: 'command.stepped', operationId, attemptId: attempt.attemptId, step, outcome, evidence };
+};
+
+/**
+ * A command or collector Pod is started only while the lease it was reserved on is the current,
+ * Active lease with the attempt's fences; cleanup (deleting the operation's exact Pods) always may.
+ */
+async function beginBuildTest(tx: Queryable, attempt: AttemptRow, callTimeoutMs: number) {
+  const { step, leaseOperationId } = buildTestOf(attempt);
+  const lease = await readCurrentLease(tx, attempt.environmentId);
+  const current =
+    step === 'cleanup' ||
+    (lease !== null &&
+      lease.operationId === leaseOperationId &&
+      lease.state === 'Active' &&
+      lease.resourceGeneration === attempt.resourceGeneration &&
+      lease.providerFence === attempt.providerFence &&
+      lease.currentFencingGeneration === attempt.fencingGeneration);
+  if (!current) {
+    const resolution = 'the lease moved on before the BuildTest step was dispatched';
+    await resolveAttempt(tx, attempt.attemptId, { state: 'Superseded', resolution });
+    const event = steppedEvent(attempt, 'interrupted', { reason: 'lease-moved', message: resolution });
+    return { event, value: { dispatch: false, reason: 'superseded' } as const };
+  }
+  const deadline = new Date(Date.now() + callTimeoutMs);
+  await markDispatched(tx, attempt.attemptId, deadline);
+  return { event: null, value: { dispatch: true, attempt, deadline } as const };
+}
+
+/** The step's exact outcome, for the machine: a failure of the call itself is no verdict on the command. */
+async function completeBuildTest(tx: Queryable, attempt: AttemptRow, outcome: AttemptOutcome) {
+  if (!(await recordOutcome(tx, attempt, outcome))) return null;
+  if (outcome.state !== 'Succeeded') {
+    // A definitive refusal of the step (a Pod that is not ours, a start the provider refused) fails
+    // it; an uncertain one only asks for another look.
+    const evidence = { error: outcome.error };
+    return steppedEvent(attempt, outcome.state === 'Failed' ? 'failed' : 'unknown', evidence);
+  }
+  const result = outcome.buildTest ?? { outcome: 'unknown' as const, evidence: {} };
+  return steppedEvent(attempt, result.outcome, result.evidence);
 }
 
 /** Stable per (Environment, source operation, resource): a duplicate finds the record it made. */
@@ -350,6 +410,8 @@ export function completeAttempt(
     if (attempt.kind === 'cleanup')
       return { event: await completeCleanup(tx, attempt, outcome), value: true };
     if (attempt.kind === 'sweep') return { event: await completeSweep(tx, attempt, outcome), value: true };
+    if (attempt.kind === 'buildTest')
+      return { event: await completeBuildTest(tx, attempt, outcome), value: true };
     const settled = attempt.state !== 'Dispatched' && attempt.state !== 'Unknown';
     // A describe or renew settled elsewhere has nothing left to tell.
     if (settled && (attempt.kind === 'describe' || attempt.kind === 'renew'))
@@ -497,6 +559,9 @@ export function expireAttempt(deps: AttemptDeps, attemptId: string, now: Date): 
     if (attempt.kind === 'cleanup') {
       return { event: { type: 'cleanup.failed', ...cleanupEvent(attempt), error }, value: true };
     }
+    // An uncertain BuildTest step stays uncertain: it authorizes another look, never another Pod.
+    if (attempt.kind === 'buildTest')
+      return { event: steppedEvent(attempt, 'unknown', { error }), value: true };
     return { event: { type: 'provider.unknown', ...fencesOf(attempt, attempt.kind), error }, value: true };
   });
 }

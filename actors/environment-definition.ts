@@ -7,7 +7,7 @@ import { applyEnvironmentActions } from './environment-records.ts';
 
 export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
   machine: environmentMachine,
-  version: 2,
+  version: 3,
   migrations: {
     // Version 2 adds the cleanup region (late resources): nothing to clean up in older snapshots.
     1: (persisted) => {
@@ -16,6 +16,15 @@ export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
         ...snapshot,
         value: { ...snapshot.value, cleanup: 'Clean' },
         context: { ...snapshot.context, cleanups: {} },
+      };
+    },
+    // Version 3 adds the commands region (BuildTest operations): none in older snapshots.
+    2: (persisted) => {
+      const snapshot = persisted as { value: Record<string, unknown>; context: Record<string, unknown> };
+      return {
+        ...snapshot,
+        value: { ...snapshot.value, commands: 'Open' },
+        context: { ...snapshot.context, commands: {} },
       };
     },
   },

@@ -37,6 +37,15 @@ import {
   markCleanupReleased,
 } from '../store/cleanups.ts';
 import { attachVolume, detachVolume, holdVolume } from '../store/workspaces.ts';
+import { commandReservedRecordSchema, commandStateRecordSchema } from '../machines/environment-commands.ts';
+import {
+  insertBuildTestOperation,
+  markBuildTestCleaned,
+  markBuildTestStep,
+  recordBuildTestStep,
+  saveBuildTestAcknowledgment,
+} from '../store/build-test-operations.ts';
+import { buildTestEvidenceSchema } from './build-test/evidence.ts';
 import type { DeclaredAction, InitEvent } from './definition.ts';
 import { WorkspaceConflictError } from './errors.ts';
 
@@ -51,6 +60,7 @@ export async function applyEnvironmentActions(
   const resolutions = [];
   const effects: ProviderEffect[] = [];
   const cleanups: DeclaredAction[] = [];
+  const commands: DeclaredAction[] = [];
   for (const action of actions) {
     switch (action.type) {
       case 'record.leaseReserved':
@@ -78,6 +88,10 @@ export async function applyEnvironmentActions(
       case 'record.sweepOpened':
         cleanups.push(action);
         break;
+      case 'record.commandReserved':
+      case 'record.command':
+        commands.push(action);
+        break;
       default:
         throw new Error(`no writer for declared action ${action.type}`);
     }
@@ -93,6 +107,7 @@ export async function applyEnvironmentActions(
     await resolveAttempt(tx, r.attemptId, { state: r.state, resolution: r.resolution });
   }
   for (const action of cleanups) await recordCleanup(tx, row, action);
+  for (const action of commands) await recordCommand(tx, row, action, event);
   for (const effect of effects) await openAttempt(tx, row, effect);
 }
 
@@ -218,4 +233,30 @@ async function openAttempt(tx: Queryable, row: EnvironmentRow, effect: ProviderE
       canonicalJson({ kind: effect.kind, operationId: effect.operationId, ...effect.request }),
     ),
   });
+}
+
+/** The commands region's rows: the intent once, then each step's state and evidence. */
+async function recordCommand(
+  tx: Queryable,
+  row: EnvironmentRow,
+  action: DeclaredAction,
+  event: EnvironmentEvent | InitEvent,
+): Promise<void> {
+  const { environmentId } = row;
+  if (action.type === 'record.commandReserved') {
+    const r = commandReservedRecordSchema.parse(action.params);
+    await insertBuildTestOperation(tx, { ...r, environmentId });
+    return;
+  }
+  const r = commandStateRecordSchema.parse(action.params);
+  if (event.type === 'command.acknowledged') {
+    await saveBuildTestAcknowledgment(tx, environmentId, r.operationId, event.acknowledgment);
+  } else if (r.outcome === 'cleaned') {
+    await markBuildTestCleaned(tx, environmentId, r.operationId);
+  } else if (r.outcome === null) {
+    if (r.state !== null) await markBuildTestStep(tx, environmentId, r.operationId, r.state, r.step);
+  } else {
+    const evidence = buildTestEvidenceSchema.parse(r.evidence);
+    await recordBuildTestStep(tx, environmentId, r.operationId, r.state, r.step, evidence);
+  }
 }

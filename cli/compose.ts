@@ -6,6 +6,7 @@ import { createEnvironmentRuntime, createServices, type Services } from '../acto
 import { EmbeddedAgentHost, UnreachableAgentHost } from '../actors/agenthost-embedded.ts';
 import { EmbeddedCore } from '../actors/build-test/core-embedded.ts';
 import type { BuildTestOffer } from '../actors/build-test/service.ts';
+import type { BuildTestWorkerDeps } from '../workers/build-test-step.ts';
 import type {
   AgentHost,
   NetworkPolicyVerifier,
@@ -26,6 +27,7 @@ import { createMetrics, type SandlotMetrics } from '../lib/metrics.ts';
 import { startMetricsServer, type MetricsServer } from '../lib/metrics-server.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.ts';
+import { SimulatedBuildTestRunner } from '../providers/simulated/build-test-runner.ts';
 import { attemptRunner } from '../workers/effect-processor.ts';
 import { runnerDeps, startWorkers, type WorkerHost } from '../workers/host.ts';
 import { InProcessEffectQueue } from '../workers/in-process-effect-queue.ts';
@@ -138,12 +140,18 @@ export async function composeSandlot(
     const runtime = createEnvironmentRuntime(db);
     if (metrics !== undefined) runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
     const { networkPolicies, workspaceStorage } = chosen;
-    const runner = attemptRunner(
-      runnerDeps(
-        { db, runtime, provider, logger, networkPolicies, ...ports, ...measured },
-        config.workers.callTimeoutMs,
-      ),
-    );
+    const buildTestOffer = buildTestFor(config, db);
+    const workerDeps = {
+      db,
+      runtime,
+      provider,
+      logger,
+      networkPolicies,
+      ...ports,
+      ...measured,
+      ...buildTestWorkerFor(buildTestOffer.buildTest),
+    };
+    const runner = attemptRunner(runnerDeps(workerDeps, config.workers.callTimeoutMs));
     const services = createServices({
       db,
       runtime,
@@ -155,24 +163,21 @@ export async function composeSandlot(
       agentHost: agentHostFor(config, db),
       ...(workspaceStorage === undefined ? {} : { workspaceStorage }),
       ...(config.agentHostProfiles === undefined ? {} : { agentHostProfiles: config.agentHostProfiles }),
-      ...buildTestFor(config, db),
+      ...buildTestOffer,
     });
     // An API-only process with Redis still publishes its effects at once; without Redis the worker
     // processes' relays find them in PostgreSQL.
     if (options.workers !== false || config.redisUrl !== undefined) {
-      workers = await startWorkers(
-        { db, runtime, provider, logger, networkPolicies, ...ports, ...measured },
-        {
-          ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
-          ...(config.workers.concurrency === undefined ? {} : { concurrency: config.workers.concurrency }),
-          callTimeoutMs: config.workers.callTimeoutMs,
-          reconcileEveryMs: config.workers.reconcileEveryMs,
-          observeEveryMs: config.workers.observeEveryMs,
-          queueLockMs: config.workers.queueLockMs,
-          prefix: config.workers.prefix,
-          processEffects: options.workers !== false,
-        },
-      );
+      workers = await startWorkers(workerDeps, {
+        ...(config.redisUrl === undefined ? {} : { redisUrl: config.redisUrl }),
+        ...(config.workers.concurrency === undefined ? {} : { concurrency: config.workers.concurrency }),
+        callTimeoutMs: config.workers.callTimeoutMs,
+        reconcileEveryMs: config.workers.reconcileEveryMs,
+        observeEveryMs: config.workers.observeEveryMs,
+        queueLockMs: config.workers.queueLockMs,
+        prefix: config.workers.prefix,
+        processEffects: options.workers !== false,
+      });
     }
     // The dashboard and the queue gauges read BullMQ through their own handles (absent without Redis).
     if (config.redisUrl !== undefined)
@@ -244,12 +249,43 @@ function queueJobsOf(inspection: QueueInspection | null, workers: WorkerHost | n
  * stand-in's tables in embedded mode. Without a profile no Core is composed at all.
  */
 function buildTestFor(config: Config, db: Database): { buildTest?: BuildTestOffer } {
-  const profile = config.buildTestProfile;
-  if (profile === undefined) return {};
-  if (config.mode === 'embedded') return { buildTest: { profile, core: new EmbeddedCore(db) } };
+  const loaded = config.buildTestProfile;
+  if (loaded === undefined) return {};
+  const profile = { ...loaded.profile, hash: loaded.hash };
+  if (config.mode === 'embedded') {
+    // The simulated provider's command and collector Pods; other providers cannot run them yet.
+    const runner = config.provider.id === 'simulated' ? new SimulatedBuildTestRunner({ db }) : undefined;
+    return {
+      buildTest: { profile, core: new EmbeddedCore(db), ...(runner === undefined ? {} : { runner }) },
+    };
+  }
   if (config.coreUrl === undefined)
     throw new Error('SANDLOT_CORE_URL is required in production mode with a BuildTest profile');
+  // No runner in production yet: a worker would need a Core credential of its own to fetch a seed
+  // (it keeps no caller's bearer), and Agent Sandbox's command Pods are still to come.
   return { buildTest: { profile, core: new HttpCore({ baseUrl: config.coreUrl }) } };
+}
+
+/**
+ * The worker side of an offer with a runner: the same runner, Core and profile. In embedded mode
+ * the stand-in Core authorizes by tenant, so a worker asks it as `sandlot-worker` of that tenant.
+ */
+function buildTestWorkerFor(offer: BuildTestOffer | undefined): { buildTest?: BuildTestWorkerDeps } {
+  if (offer?.runner === undefined) return {};
+  const { runner, core, profile } = offer;
+  return {
+    buildTest: {
+      runner,
+      core,
+      profile,
+      workerActor: (tenantId) => ({
+        tenantId,
+        subject: 'sandlot-worker',
+        bearer: '',
+        expiresAt: new Date(Date.now() + 60_000),
+      }),
+    },
+  };
 }
 
 /**

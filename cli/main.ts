@@ -130,9 +130,25 @@ function buildProgram(): Command {
     .option('--tenant <tenant>', 'tenant to grant the demo user in', 'demo')
     .option('--project <project>', 'project to run in', 'demo')
     .option('--timeout <seconds>', 'give up waiting for a state after this long', '60')
-    .addHelpText('after', examples('sandlot demo --url http://127.0.0.1:8080'))
-    .action(async (options: { url: string; tenant: string; project: string; timeout: string }) =>
-      (await import('./demo.ts')).demoCommand(options),
+    .option(
+      '--build-test',
+      'also run one version 2 BuildTest command on the lease (needs SANDLOT_BUILDTEST_PROFILE_FILE)',
+    )
+    .addHelpText(
+      'after',
+      examples(
+        'sandlot demo --url http://127.0.0.1:8080',
+        'SANDLOT_BUILDTEST_PROFILE_FILE=build-test.json sandlot demo --build-test',
+      ),
+    )
+    .action(
+      async (options: {
+        url: string;
+        tenant: string;
+        project: string;
+        timeout: string;
+        buildTest?: boolean;
+      }) => (await import('./demo.ts')).demoCommand(options),
     );
 
   command(program, 'inspect')

@@ -147,7 +147,7 @@ export function createMetrics(options: MetricsOptions = {}): SandlotMetrics {
     }),
     reconcilerActions: new Counter({
       name: `${METRIC_PREFIX}reconciler_actions_total`,
-      help: 'What reconciler passes did, by action (expired, reconciling, expiredLeases, swept, cleanupsClaimed)',
+      help: 'What reconciler passes did, by action (expired, reconciling, expiredLeases, swept, cleanupsClaimed, buildTestsReopened)',
       labelNames: ['action'],
       registers,
     }),

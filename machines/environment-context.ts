@@ -1,7 +1,7 @@
 // The Environment machine's context and the state names other layers rely on. Guards, updates and
 // the machine itself import their types from here, so the machine definition is not part of a
 // type cycle with the functions it is built from.
-import type { ResourceSummary, WorkspaceMount } from './environment-events.ts';
+import type { CommandLease, CommandStep, ResourceSummary, WorkspaceMount } from './environment-events.ts';
 
 export type LifecycleState = 'Registered' | 'Releasing' | 'Released';
 export const lifecycleStates: readonly LifecycleState[] = ['Registered', 'Releasing', 'Released'];
@@ -126,6 +126,22 @@ export interface CleanupItem {
   authorizingFence: OwnerFence | null;
 }
 
+export type CommandState = 'Running' | 'ReconciliationRequired' | 'Succeeded' | 'Failed' | 'Interrupted';
+export const terminalCommandStates: readonly CommandState[] = ['Succeeded', 'Failed', 'Interrupted'];
+
+/** An operation not yet cleaned up (cleaned ones live on in the table only). */
+export interface CommandItem {
+  state: CommandState;
+  /** The step the open (or next) attempt is for; null once nothing is left to do but acknowledge. */
+  step: CommandStep | null;
+  /** The open attempt; null when none is (a reconcile opens the next). */
+  attemptId: string | null;
+  /** Attempts opened so far: the next attempt's sequence number is this plus one. */
+  attempts: number;
+  acknowledged: boolean;
+  lease: CommandLease;
+}
+
 export interface EnvironmentContext {
   environmentId: string;
   tenantId: string;
@@ -136,6 +152,8 @@ export interface EnvironmentContext {
   sandbox: SandboxContext;
   /** Late resources awaiting release, by cleanup ID. Any entry blocks Environment release. */
   cleanups: Record<string, CleanupItem>;
+  /** BuildTest operations not cleaned up yet, by Core's operation ID. */
+  commands: Record<string, CommandItem>;
 }
 
 export const ownerFenceOf = (context: EnvironmentContext): OwnerFence => ({

@@ -29,6 +29,7 @@ export const effectKinds = [
   'renew',
   'cleanup',
   'sweep',
+  'buildTest',
 ] as const;
 export type EffectKind = (typeof effectKinds)[number];
 
@@ -56,6 +57,14 @@ export const attemptRequestSchema = z.strictObject({
       cleanupId: z.string(),
       claimToken: z.string(),
       authorizingFence: z.strictObject({ lifecycleGeneration: generation, providerFence: generation }),
+    })
+    .optional(),
+  /** A BuildTest step (the commands region): which operation, which step, on which lease. */
+  buildTest: z
+    .strictObject({
+      operationId: z.string(),
+      step: z.enum(['command', 'collect', 'cleanup']),
+      leaseOperationId: z.string(),
     })
     .optional(),
 });

@@ -263,6 +263,95 @@ export const cleanupFailedEventSchema = z.strictObject({
   error: z.object({ code: z.string(), message: z.string() }),
 });
 
+// ---- The commands region (BuildTest operations on the current lease). The caller never supplies a
+// command: `command.reserve` carries what Core accepted for a checkpoint, resolved by the actor
+// under current authority, and the lease binding the caller expects.
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'expected a lower-case SHA-256 hex digest');
+
+/** The lease a command runs on, exactly: a command is never moved to another lease or volume. */
+export const commandLeaseSchema = z.strictObject({
+  operationId: z.string(),
+  lifecycleGeneration: generation,
+  resourceGeneration: generation,
+  providerFence: generation,
+  fencingGeneration: generation,
+  resourceId: z.string(),
+  ownerHash: z.string(),
+  workspace: workspaceMountSchema,
+  networkPolicyGeneration: generation,
+  providerOptions: json,
+});
+export type CommandLease = z.infer<typeof commandLeaseSchema>;
+
+/** The intent, written once before any provider effect. */
+export const commandIntentSchema = z.strictObject({
+  checkpoint: json,
+  acceptedCommand: json,
+  acceptedCommandHash: sha256Hex,
+  requestFingerprint: sha256Hex,
+  expectedBinding: json,
+  profileHash: sha256Hex,
+});
+export type CommandIntent = z.infer<typeof commandIntentSchema>;
+
+export const commandReserveEventSchema = z.strictObject({
+  type: z.literal('command.reserve'),
+  operationId: identifierSchema,
+  lease: commandLeaseSchema,
+  intent: commandIntentSchema,
+});
+
+export const commandSteps = ['command', 'collect', 'cleanup'] as const;
+export type CommandStep = (typeof commandSteps)[number];
+
+/**
+ * What one step's attempt found. `advanced`: the command exited 0, collection is next; `sealed`:
+ * the collector sealed its receipt (and, version 2, the document); `running`: not finished by the
+ * call's deadline (the reconciler looks again); `unknown`: the outcome is uncertain; `cleaned`: the
+ * exact Pods are gone.
+ */
+export const commandOutcomes = [
+  'advanced',
+  'sealed',
+  'failed',
+  'interrupted',
+  'running',
+  'unknown',
+  'cleaned',
+] as const;
+export type CommandOutcome = (typeof commandOutcomes)[number];
+
+export const commandSteppedEventSchema = z.strictObject({
+  type: z.literal('command.stepped'),
+  operationId: identifierSchema,
+  attemptId: z.string(),
+  step: z.enum(commandSteps),
+  outcome: z.enum(commandOutcomes),
+  /** The step's evidence, written to the operation row by the same transition. */
+  evidence: json,
+});
+
+/** Look again at an operation that is uncertain or still running: the same step, never a new Pod. */
+export const commandReconcileEventSchema = z.strictObject({
+  type: z.literal('command.reconcile'),
+  operationId: identifierSchema,
+});
+
+/** Core verified the Events journal acknowledgment of the capture: save it, then clean up. */
+export const commandAcknowledgedEventSchema = z.strictObject({
+  type: z.literal('command.acknowledged'),
+  operationId: identifierSchema,
+  acknowledgment: json,
+});
+
+export const commandEventSchemas = [
+  commandReserveEventSchema,
+  commandSteppedEventSchema,
+  commandReconcileEventSchema,
+  commandAcknowledgedEventSchema,
+] as const;
+
 export const environmentEventSchema = z.discriminatedUnion('type', [
   releaseEventSchema,
   provisionEventSchema,
@@ -283,6 +372,7 @@ export const environmentEventSchema = z.discriminatedUnion('type', [
   cleanupClaimEventSchema,
   cleanupReleasedEventSchema,
   cleanupFailedEventSchema,
+  ...commandEventSchemas,
 ]);
 export type EnvironmentEvent = z.infer<typeof environmentEventSchema>;
 export type ProviderResultEvent = Extract<EnvironmentEvent, { type: `provider.${string}` }>;

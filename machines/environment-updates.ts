@@ -11,7 +11,7 @@ import type { EnvironmentEvent, ResourceSummary } from './environment-events.ts'
 
 type Args = { context: EnvironmentContext; event: EnvironmentEvent };
 /** The kinds of attempt a lease opens (cleanup and sweep attempts belong to the cleanup region). */
-export type LeaseEffectKind = Exclude<EffectKind, 'cleanup' | 'sweep'>;
+export type LeaseEffectKind = Exclude<EffectKind, 'cleanup' | 'sweep' | 'buildTest'>;
 
 function withLease(sandbox: SandboxContext, change: Partial<LeaseContext>): SandboxContext {
   if (sandbox.lease === null) return sandbox;

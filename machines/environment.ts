@@ -1,5 +1,6 @@
-// The Environment machine: pure (no I/O, clock or randomness). Two parallel regions today:
-// `lifecycle` (Registered → Releasing → Released) and `sandbox` (the current lease). Effects are
+// The Environment machine: pure (no I/O, clock or randomness). Parallel regions: `lifecycle`
+// (Registered → Releasing → Released), `sandbox` (the current lease), `cleanup` (late resources)
+// and `commands` (BuildTest operations on the current lease). Effects are
 // named actions `effect.*` (outbox rows); `record.*` actions are row writes the runtime performs
 // in the same transaction (lease rows, reconciled attempts).
 import { and, assign, not, or, setup, stateIn } from 'xstate';
@@ -28,6 +29,7 @@ import {
 } from './environment-effects.ts';
 import type { EnvironmentEvent, EnvironmentInput } from './environment-events.ts';
 import * as c from './environment-cleanup.ts';
+import * as cmd from './environment-commands.ts';
 import * as g from './environment-guards.ts';
 import * as u from './environment-updates.ts';
 
@@ -100,6 +102,17 @@ const terminalSandbox = or([
   stateIn({ sandbox: 'Failed' }),
 ]);
 
+type Args = { context: EnvironmentContext; event: EnvironmentEvent };
+/** The commands region's attempt the transition just opened (after its context update). */
+const commandEffect = {
+  type: 'effect.provider' as const,
+  params: ({ context, event }: Args) => cmd.commandEffectOf(context, event),
+};
+const recordCommand = {
+  type: 'record.command' as const,
+  params: ({ context, event }: Args) => cmd.commandRecordOf(context, event),
+};
+
 export const environmentMachine = setup({
   types: {
     context: {} as EnvironmentContext,
@@ -130,6 +143,11 @@ export const environmentMachine = setup({
     cleanupClaimable: c.claimable,
     cleanupClaimCurrent: c.claimCurrent,
     cleanupFenceCurrent: c.fenceCurrent,
+    commandOnCurrentLease: cmd.onCurrentLease,
+    newCommand: cmd.newCommand,
+    commandStepCurrent: cmd.stepCurrent,
+    commandReconcilable: cmd.reconcilable,
+    commandAcknowledgeable: cmd.acknowledgeable,
   },
   actions: {
     recordReleaseRequest: assign({
@@ -163,6 +181,10 @@ export const environmentMachine = setup({
     claimCleanup: assign({ cleanups: c.claimCleanup }),
     dropCleanup: assign({ cleanups: c.dropCleanup }),
     unclaimCleanup: assign({ cleanups: c.unclaimCleanup }),
+    reserveCommand: assign({ commands: cmd.reserveCommand }),
+    stepCommand: assign({ commands: cmd.stepCommand }),
+    reopenCommand: assign({ commands: cmd.reopenCommand }),
+    acknowledgeCommand: assign({ commands: cmd.acknowledgeCommand }),
     // Data for the runtime; executing them here does nothing.
     'effect.provider': (_, _params: ProviderEffect) => undefined,
     'record.leaseReserved': (_, _params: LeaseReservation) => undefined,
@@ -173,6 +195,8 @@ export const environmentMachine = setup({
     'record.cleanupClaimed': (_, _params: CleanupClaimRecord) => undefined,
     'record.cleanupReleased': (_, _params: CleanupReleasedRecord) => undefined,
     'record.cleanupFailed': (_, _params: CleanupFailedRecord) => undefined,
+    'record.commandReserved': (_, _params: cmd.CommandReservedRecord) => undefined,
+    'record.command': (_, _params: cmd.CommandStateRecord) => undefined,
   },
 }).createMachine({
   id: 'environment',
@@ -192,6 +216,7 @@ export const environmentMachine = setup({
       openedAttemptId: null,
     },
     cleanups: {},
+    commands: {},
   }),
   states: {
     lifecycle: {
@@ -589,6 +614,42 @@ export const environmentMachine = setup({
                 },
                 'unclaimCleanup',
               ],
+            },
+          },
+        },
+      },
+    },
+    // BuildTest operations on the current lease (docs/build-test.md). One state for the region: what
+    // each operation may do next is its own item's state, decided by the guards below; every step is
+    // a provider attempt opened by the transition that decides it.
+    commands: {
+      initial: 'Open',
+      states: {
+        Open: {
+          on: {
+            'command.reserve': {
+              guard: and([stateIn({ sandbox: 'Active' }), 'commandOnCurrentLease', 'newCommand']),
+              actions: [
+                { type: 'record.commandReserved', params: ({ event }) => cmd.reservationOf(event) },
+                'reserveCommand',
+                commandEffect,
+              ],
+            },
+            'command.stepped': [
+              // Collection is opened by the same transition that saw the command exit 0.
+              {
+                guard: and(['commandStepCurrent', ({ event }) => cmd.advanced(event)]),
+                actions: ['stepCommand', recordCommand, commandEffect],
+              },
+              { guard: 'commandStepCurrent', actions: ['stepCommand', recordCommand] },
+            ],
+            'command.reconcile': {
+              guard: 'commandReconcilable',
+              actions: ['reopenCommand', recordCommand, commandEffect],
+            },
+            'command.acknowledged': {
+              guard: 'commandAcknowledgeable',
+              actions: ['acknowledgeCommand', recordCommand, commandEffect],
             },
           },
         },

@@ -10,7 +10,7 @@ export interface AttemptRow {
   attemptId: string;
   environmentId: string;
   operationId: string;
-  kind: 'provision' | 'release' | 'listOwned' | 'describe' | 'renew' | 'cleanup' | 'sweep';
+  kind: 'provision' | 'release' | 'listOwned' | 'describe' | 'renew' | 'cleanup' | 'sweep' | 'buildTest';
   tenantId: string;
   projectId: string;
   runId: string;

@@ -17,6 +17,7 @@ import type { SandlotMetrics } from '../lib/metrics.ts';
 import { readAttempt, type AttemptRow } from '../store/attempts.ts';
 import { readLeaseByOperation } from '../store/leases.ts';
 import type { EffectJob, EffectProcessor } from './effect-queue.ts';
+import { runBuildTestStep, type BuildTestWorkerDeps } from './build-test-step.ts';
 
 export interface EffectProcessorDeps extends AttemptDeps {
   provider: SandboxProvider;
@@ -27,6 +28,8 @@ export interface EffectProcessorDeps extends AttemptDeps {
   callTimeoutMs: number;
   /** Provider call latency and outcome; reconciler and observer counts (default: not counted). */
   metrics?: SandlotMetrics;
+  /** BuildTest steps (absent: no AcceptedBuildTestProfile; such an attempt fails, recorded). */
+  buildTest?: BuildTestWorkerDeps;
 }
 
 export function ownerOf(attempt: AttemptRow, request: AttemptRequest): OwnerBinding {
@@ -51,10 +54,11 @@ export const summaryOf = (r: ProviderResource): ResourceSummary => ({
 });
 
 async function call(
-  provider: SandboxProvider,
+  deps: EffectProcessorDeps,
   attempt: AttemptRow,
   options: CallOptions,
 ): Promise<AttemptOutcome> {
+  const { provider } = deps;
   // The request was written by the machine's own schema; parsing it again proves the row is whole.
   const request = attemptRequestSchema.parse(attempt.request);
   const owner = ownerOf(attempt, request);
@@ -131,6 +135,8 @@ async function call(
         })),
       };
     }
+    case 'buildTest':
+      return runBuildTestStep(deps.buildTest, deps.db, request, owner, options);
     case 'cleanup': {
       // A late resource: released by its exact ID under the saved source binding and options.
       if (request.resourceId === null) {
@@ -271,7 +277,7 @@ async function timedCall(
   const started = performance.now();
   let outcome: AttemptOutcome;
   try {
-    outcome = await call(deps.provider, attempt, options);
+    outcome = await call(deps, attempt, options);
   } catch (error) {
     outcome = failureOutcome(attempt, error);
   }

@@ -16,6 +16,7 @@ import { TableRunSelections } from '../store/run-selections.ts';
 import { BullmqEffectQueue } from './bullmq-effect-queue.ts';
 import { BullmqScheduler } from './bullmq-scheduler.ts';
 import { attemptRunner, effectProcessor, type EffectProcessorDeps } from './effect-processor.ts';
+import type { BuildTestWorkerDeps } from './build-test-step.ts';
 import type { EffectQueue } from './effect-queue.ts';
 import { InProcessEffectQueue } from './in-process-effect-queue.ts';
 import { OutboxRelay } from './outbox-relay.ts';
@@ -60,6 +61,8 @@ export interface WorkerDeps {
   selections?: RunSelectionSource;
   /** Provider calls, queue waits, reconciler and observer counts go here (default: not counted). */
   metrics?: SandlotMetrics;
+  /** BuildTest steps (the provider's Pods, Core, the profile); absent: no BuildTest here. */
+  buildTest?: BuildTestWorkerDeps;
 }
 
 export interface WorkerHost {
@@ -84,6 +87,7 @@ export function runnerDeps(deps: WorkerDeps, callTimeoutMs = 30_000): EffectProc
     logger: deps.logger.child({ component: 'workers' }),
     callTimeoutMs,
     ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+    ...(deps.buildTest === undefined ? {} : { buildTest: deps.buildTest }),
   };
 }
 

@@ -6,6 +6,7 @@
 // expired), one claim per item, each claim opening the item's release attempt.
 import type { Logger } from 'pino';
 import type { SandlotMetrics } from '../lib/metrics.ts';
+import { buildTestsToReopen } from '../store/build-test-operations.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import { expireAttempt, type AttemptDeps } from '../actors/attempts.ts';
 import { claimCleanup, claimTtlMs } from '../actors/cleanups.ts';
@@ -39,6 +40,8 @@ export interface ReconcileReport {
   expiredLeases: number;
   swept: number;
   cleanupsClaimed: number;
+  /** BuildTest operations whose step was looked at again (still running, uncertain, cleanup due). */
+  buildTestsReopened: number;
 }
 
 /**
@@ -167,8 +170,17 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
     { message: 'could not claim late-resource cleanup', subject: (c) => ({ cleanupId: c.cleanupId }) },
     async (item) => (await claimCleanup(deps, item, now, ttl, context)) !== null,
   );
-  const report = { expired, reconciling, expiredLeases, swept, cleanupsClaimed };
-  if (expired + reconciling + expiredLeases + swept + cleanupsClaimed > 0) {
+  // A BuildTest step that ended without finishing (a command still running at the call's deadline,
+  // an uncertain outcome, a cleanup that failed) is looked at again: the same step, the same Pod.
+  const buildTestsReopened = await forEach(
+    deps,
+    await buildTestsToReopen(deps.db, new Date(now.getTime() - sweepEvery / 4), limit),
+    signal,
+    { message: 'could not reopen a BuildTest step', subject: (o) => o },
+    (o) => send(o.environmentId, { type: 'command.reconcile', operationId: o.operationId }),
+  );
+  const report = { expired, reconciling, expiredLeases, swept, cleanupsClaimed, buildTestsReopened };
+  if (expired + reconciling + expiredLeases + swept + cleanupsClaimed + buildTestsReopened > 0) {
     deps.logger.info(report, 'reconciler pass');
   }
   deps.metrics?.reconcilerPasses.inc();

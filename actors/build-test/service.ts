@@ -1,30 +1,56 @@
 // BuildTest use cases on a leased sandbox (docs/build-test.md). Every one needs WriteProjects and
-// ReadRunSelection and the caller's own Environment, asked afresh before and after the read (Guard),
-// before anything else is decided. Without an AcceptedBuildTestProfile BuildTest is not offered
-// (409 build-test-unavailable); with one, this build still runs no command and says so (501
-// build-test-not-implemented): no operation, capture or verdict is ever made up. Nothing is written.
+// ReadRunSelection and the caller's own Environment, asked afresh before and after every await
+// (Guard), before anything else is decided. Without an AcceptedBuildTestProfile BuildTest is not
+// offered (409 build-test-unavailable). The caller names a checkpoint and the lease binding it
+// expects; the command is what Core accepted for that checkpoint, resolved here under the caller's
+// authority and reserved, with its request fingerprint, by one transition of the Environment
+// before any provider effect (machines/environment-commands.ts).
 //
 // The caller's bearer reaches this layer only as a BearerCredential (never a plain string in a
 // field a log could print), and becomes a CoreActor only for a Core call (coreActorOf).
+import { createHash } from 'node:crypto';
+import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
+import type { EnvironmentEvent } from '../../machines/environment-events.ts';
+import type { BuildTestProfileSnapshot, BuildTestRunner } from '../../providers/build-test.ts';
+import { readBuildTestOperation, type BuildTestOperationRow } from '../../store/build-test-operations.ts';
+import type { Queryable } from '../../store/db.ts';
+import { readCurrentLease, readLeaseByOperation, type LeaseRow } from '../../store/leases.ts';
 import type { Caller, Core, CoreActor, Permission } from '../ports.ts';
 import type { AuthorityDeps } from '../guard.ts';
 import { Guard } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
-import type { BuildTestCheckpointRef, JournalAcknowledgment } from './accepted-command.ts';
-import { ActorError } from '../errors.ts';
+import type { ActorRuntime } from '../runtime.ts';
+import { recordedRequestOf } from '../sandbox-readiness.ts';
+import {
+  acceptedCommandHash,
+  sameCheckpoint,
+  type AcceptedBuildTestCommand,
+  type BuildTestCheckpointRef,
+  type JournalAcknowledgment,
+} from './accepted-command.ts';
+import {
+  BuildTestCheckpointNotFoundError,
+  BuildTestNotImplementedError,
+  BuildTestOperationNotFoundError,
+  BuildTestRefusedError,
+  BuildTestUnavailableError,
+} from './errors.ts';
+import { operationView, type BuildTestOperationResult } from './operation-view.ts';
 
-/**
- * The part of the AcceptedBuildTestProfile (config/build-test-profile.ts) this layer names: the hash
- * a lease records. actors/ may not name config/ types beyond config/agenthost.ts (lint:layers).
- */
-export interface BuildTestProfileRef {
-  readonly hash: string;
+export { BuildTestNotImplementedError, BuildTestUnavailableError };
+
+/** The AcceptedBuildTestProfile as this layer uses it: what runs, and what a command may name. */
+export interface BuildTestProfileRef extends BuildTestProfileSnapshot {
+  readonly executables: readonly string[];
+  readonly versions: readonly ('v1' | 'v2')[];
 }
 
 /** BuildTest is offered only with both: the accepted profile and the Core it asks. */
 export interface BuildTestOffer {
   profile: BuildTestProfileRef;
   core: Core;
+  /** The provider's command and collector Pods (absent: this provider cannot run them yet, 501). */
+  runner?: BuildTestRunner;
 }
 
 /** The bearer a request presented, kept unprintable (http/auth/middleware.ts PresentedBearer). */
@@ -60,28 +86,28 @@ export interface BindingPreparationQuery {
   executionProfileReference: string;
 }
 
+export interface BindingPreparation {
+  sessionId: string;
+  executionProfileReference: string;
+  profileHash: string;
+  versions: readonly string[];
+  /** The binding a command request must name now. */
+  binding: ExpectedSandboxBinding;
+}
+
+/** The sealed document, exactly as stored: bytes, digest and length. */
+export interface WorkspaceCapture {
+  bytes: Uint8Array;
+  sha256: string;
+  length: number;
+}
+
 export interface BuildTestDeps extends AuthorityDeps {
+  runtime: ActorRuntime<EnvironmentEvent>;
   /** Absent: no AcceptedBuildTestProfile is configured, and BuildTest is not offered. */
   offer?: BuildTestOffer;
-}
-
-export class BuildTestUnavailableError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'BuildTest unavailable';
-  constructor() {
-    super(
-      'build-test-unavailable',
-      'BuildTest is not offered: no AcceptedBuildTestProfile is configured (SANDLOT_BUILDTEST_PROFILE_FILE)',
-    );
-  }
-}
-
-export class BuildTestNotImplementedError extends ActorError {
-  override readonly status = 501;
-  override readonly title = 'Not implemented';
-  constructor() {
-    super('build-test-not-implemented', 'this Sandlot build does not run BuildTest commands yet');
-  }
+  /** Deadline of one Core or provider call made for a request (default 30 s). */
+  callTimeoutMs?: number;
 }
 
 const REDACTED = '[redacted]';
@@ -107,6 +133,22 @@ export function coreActorOf(actor: BuildTestActor): CoreActor {
 
 const buildTestPermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
 
+/** The binding a lease offers now, from its validated recovery record (never from the caller). */
+function bindingOfLease(lease: LeaseRow): ExpectedSandboxBinding | null {
+  const recorded = recordedRequestOf(lease);
+  if (recorded === null) return null;
+  const { volumeId, resourceGeneration, dataGeneration } = recorded.workspace;
+  return {
+    leaseOperationId: lease.operationId,
+    resourceGeneration: lease.resourceGeneration,
+    providerFence: lease.providerFence,
+    workspace: { volumeId, resourceGeneration, dataGeneration },
+    networkPolicyGeneration: recorded.networkPolicyGeneration,
+  };
+}
+
+const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
+
 export class BuildTestService {
   constructor(private readonly deps: BuildTestDeps) {}
 
@@ -116,61 +158,416 @@ export class BuildTestService {
   }
 
   /** Validate the current Sandbox profile binding for a session, starting nothing. */
-  prepareBinding(
+  async prepareBinding(
     actor: BuildTestActor,
     address: EnvironmentAddress,
-    _query: BindingPreparationQuery,
-  ): Promise<never> {
-    return this.#notYet(actor, address);
+    query: BindingPreparationQuery,
+  ): Promise<BindingPreparation> {
+    const { guard, offer } = await this.#open(actor, address);
+    const lease = await readCurrentLease(this.deps.db, address.environmentId);
+    await guard.check();
+    const binding = lease?.state === 'Active' ? bindingOfLease(lease) : null;
+    if (lease === null || binding === null) {
+      throw new BuildTestRefusedError('build-test-no-active-lease', 'the Environment has no Active lease');
+    }
+    return {
+      sessionId: query.sessionId,
+      executionProfileReference: query.executionProfileReference,
+      profileHash: offer.profile.hash,
+      versions: offer.profile.versions,
+      binding,
+    };
   }
 
-  /** Resolve the accepted command with Core and run it as one stable operation. */
-  create(
+  /** Resolve the accepted command with Core and reserve its one stable operation on the lease. */
+  async create(
     actor: BuildTestActor,
     address: EnvironmentAddress,
-    _request: BuildTestCommandRequest,
-  ): Promise<never> {
-    return this.#notYet(actor, address);
+    request: BuildTestCommandRequest,
+  ): Promise<BuildTestOperationResult> {
+    const { guard, offer } = await this.#open(actor, address);
+    this.#checkpointOfAddress(actor, address, request.checkpoint);
+    const command = await this.#accepted(actor, offer, request.checkpoint);
+    this.#admitted(offer, command);
+    // Version 2: the seed is transferred and checked now (digest, length, Core's metadata read
+    // again after it), before anything is reserved; its bytes are not kept.
+    if (command.version === 2) await offer.core.workspaceSeed(coreActorOf(actor), command, this.#signal());
+    const intent = {
+      checkpoint: request.checkpoint,
+      acceptedCommand: command as unknown as Record<string, unknown>,
+      acceptedCommandHash: acceptedCommandHash(command),
+      requestFingerprint: sha256Hex(
+        canonicalJson({
+          environmentId: address.environmentId,
+          operationId: command.operationId,
+          checkpoint: request.checkpoint,
+          expectedBinding: request.expectedBinding,
+          acceptedCommandHash: acceptedCommandHash(command),
+          profileHash: offer.profile.hash,
+        }),
+      ),
+      expectedBinding: request.expectedBinding as unknown as Record<string, unknown>,
+      profileHash: offer.profile.hash,
+    };
+    const { value } = await this.deps.runtime.step(
+      address.environmentId,
+      async (tx) => {
+        const existing = await readBuildTestOperation(tx, address.environmentId, command.operationId);
+        if (existing !== null) {
+          if (existing.requestFingerprint !== intent.requestFingerprint) {
+            throw new BuildTestRefusedError(
+              'build-test-operation-conflict',
+              `operation ${command.operationId} was reserved with another checkpoint or binding`,
+            );
+          }
+          return { event: null, value: true };
+        }
+        const lease = await this.#leaseMatching(tx, address.environmentId, request.expectedBinding);
+        const recorded = recordedRequestOf(lease);
+        const ownerHash = lease.recoveryRequest['ownerHash'];
+        if (recorded === null || typeof ownerHash !== 'string' || lease.resource === null) {
+          throw new BuildTestRefusedError(
+            'build-test-binding-mismatch',
+            'the lease has no validated recovery record to run a command on',
+          );
+        }
+        const event: EnvironmentEvent = {
+          type: 'command.reserve',
+          operationId: command.operationId,
+          lease: {
+            operationId: lease.operationId,
+            lifecycleGeneration: lease.lifecycleGeneration,
+            resourceGeneration: lease.resourceGeneration,
+            providerFence: lease.providerFence,
+            fencingGeneration: lease.currentFencingGeneration,
+            resourceId: lease.resource.resourceId,
+            ownerHash,
+            workspace: recorded.workspace,
+            networkPolicyGeneration: recorded.networkPolicyGeneration,
+            providerOptions: lease.providerOptions,
+          },
+          intent,
+        };
+        return { event, value: false };
+      },
+      guard.commit(address.runId),
+    );
+    const replay = value;
+    const row = await this.#row(address, command.operationId);
+    await guard.check();
+    if (!replay && row.requestFingerprint !== intent.requestFingerprint) {
+      throw new BuildTestRefusedError('build-test-operation-conflict', 'the operation was not reserved');
+    }
+    return { operation: operationView(row), replay };
   }
 
-  /** The persisted operation, under the current owner and Sandbox binding. */
-  read(actor: BuildTestActor, address: EnvironmentAddress, _operationId: string): Promise<never> {
-    return this.#notYet(actor, address);
-  }
-
-  /** Reconcile the same operation and intent; never a replacement operation. */
-  reconcile(
+  /** The persisted operation, under the current owner. */
+  async read(
     actor: BuildTestActor,
     address: EnvironmentAddress,
-    _operationId: string,
-    _request: BuildTestCommandRequest,
-  ): Promise<never> {
-    return this.#notYet(actor, address);
+    operationId: string,
+  ): Promise<BuildTestOperationResult> {
+    const { guard } = await this.#open(actor, address);
+    const row = await this.#row(address, operationId);
+    await guard.check();
+    return { operation: operationView(row), replay: true };
   }
 
-  /** The sealed version 2 document, exact digest and length. */
-  capture(actor: BuildTestActor, address: EnvironmentAddress, _operationId: string): Promise<never> {
-    return this.#notYet(actor, address);
-  }
-
-  /** Verify the Events journal acknowledgment through Core, save it, then clean up. */
-  acknowledge(
+  /** Reconcile the same operation and intent: look again at its step, never a new operation or Pod. */
+  async reconcile(
     actor: BuildTestActor,
     address: EnvironmentAddress,
-    _operationId: string,
-    _acknowledgment: JournalAcknowledgment,
-  ): Promise<never> {
-    return this.#notYet(actor, address);
+    operationId: string,
+    request: BuildTestCommandRequest,
+  ): Promise<BuildTestOperationResult> {
+    const { guard, offer } = await this.#open(actor, address);
+    const before = await this.#row(address, operationId);
+    if (
+      !sameJson(before.checkpoint, request.checkpoint) ||
+      !sameJson(before.expectedBinding, request.expectedBinding)
+    ) {
+      throw new BuildTestRefusedError(
+        'build-test-reconcile-mismatch',
+        'a reconcile names the checkpoint and binding of the original request, exactly',
+      );
+    }
+    // Core validates the command again before anything is reopened.
+    const command = await this.#accepted(actor, offer, request.checkpoint);
+    if (acceptedCommandHash(command) !== before.acceptedCommandHash) {
+      throw new BuildTestRefusedError(
+        'build-test-command-changed',
+        'Core no longer holds the accepted command this operation reserved',
+      );
+    }
+    const { accepted: reopened } = await this.deps.runtime.send(
+      address.environmentId,
+      { type: 'command.reconcile', operationId },
+      guard.commit(address.runId),
+    );
+    const row = await this.#row(address, operationId);
+    await guard.check();
+    return { operation: operationView(row), replay: !reopened };
   }
 
-  /**
-   * Fresh authority and the caller's Environment (403, 404) before anything else; then the
-   * capability: absent 409, present 501 until the commands region exists. Changes nothing.
-   */
-  async #notYet(actor: BuildTestActor, address: EnvironmentAddress): Promise<never> {
+  /** The sealed version 2 document, exact digest and length, read from the collector's state. */
+  async capture(
+    actor: BuildTestActor,
+    address: EnvironmentAddress,
+    operationId: string,
+  ): Promise<WorkspaceCapture> {
+    const { guard, offer } = await this.#open(actor, address);
+    const row = await this.#row(address, operationId);
+    if (row.acknowledgment !== null) {
+      const reference = row.acknowledgment['objectReference'];
+      throw new BuildTestRefusedError(
+        'build-test-capture-acknowledged',
+        `the capture was acknowledged; Source Control retains it as ${String(reference)}`,
+        { status: 410, title: 'Capture acknowledged' },
+      );
+    }
+    const collector = row.collectorPod;
+    if (row.state !== 'Succeeded' || row.capture === null || collector === null) {
+      throw new BuildTestRefusedError(
+        'build-test-no-capture',
+        `operation ${operationId} has no sealed capture`,
+      );
+    }
+    const runner = this.#runner(offer);
+    const lease = await readLeaseByOperation(this.deps.db, row.leaseOperationId);
+    if (lease?.resource == null) {
+      throw new BuildTestRefusedError('build-test-no-capture', 'the lease the capture was made on is gone');
+    }
+    const recorded = recordedRequestOf(lease);
+    const ownerHash = lease.recoveryRequest['ownerHash'];
+    if (recorded === null || typeof ownerHash !== 'string') {
+      throw new BuildTestRefusedError('build-test-no-capture', 'the lease has no validated recovery record');
+    }
+    const { sha256, length } = row.capture;
+    const bytes = await runner.readCapture(
+      {
+        binding: {
+          operationId,
+          checkpoint: row.checkpoint as never,
+          requestFingerprint: row.requestFingerprint,
+          acceptedCommandHash: row.acceptedCommandHash,
+        },
+        placement: {
+          lease: {
+            owner: {
+              tenantId: actor.caller.tenantId,
+              projectId: address.projectId,
+              runId: address.runId,
+              environmentId: address.environmentId,
+              ownerHash,
+              lifecycleGeneration: lease.lifecycleGeneration,
+              resourceGeneration: lease.resourceGeneration,
+              providerFence: lease.providerFence,
+              operationId: lease.operationId,
+            },
+            resourceId: lease.resource.resourceId,
+            options: lease.providerOptions,
+          },
+          workspace: recorded.workspace,
+          networkPolicyGeneration: recorded.networkPolicyGeneration,
+        },
+        collectorPodUid: String(collector['uid']),
+        sha256,
+        length,
+      },
+      { signal: this.#signal(), deadline: new Date(Date.now() + this.#timeoutMs()) },
+    );
+    if (bytes.length !== length || createHash('sha256').update(bytes).digest('hex') !== sha256) {
+      throw new BuildTestRefusedError(
+        'build-test-capture-mismatch',
+        'the sealed bytes are not the stored capture',
+        {
+          status: 502,
+          title: 'Capture mismatch',
+        },
+      );
+    }
+    await guard.check();
+    return { bytes, sha256, length };
+  }
+
+  /** Verify the Events journal acknowledgment through Core, save it, then clean up the exact Pods. */
+  async acknowledge(
+    actor: BuildTestActor,
+    address: EnvironmentAddress,
+    operationId: string,
+    acknowledgment: JournalAcknowledgment,
+  ): Promise<BuildTestOperationResult> {
+    const { guard, offer } = await this.#open(actor, address);
+    const row = await this.#row(address, operationId);
+    const problem = acknowledgmentProblem(row, operationId, acknowledgment);
+    if (problem !== null) throw new BuildTestRefusedError('build-test-acknowledgment-mismatch', problem);
+    if (row.acknowledgment !== null) {
+      if (!sameJson(row.acknowledgment, acknowledgment)) {
+        throw new BuildTestRefusedError(
+          'build-test-acknowledgment-conflict',
+          'the capture was acknowledged already, with another acknowledgment',
+        );
+      }
+      await guard.check();
+      return { operation: operationView(row), replay: true };
+    }
+    // Current command checks surround the verification.
+    await this.#sameCommand(actor, offer, row);
+    const verdict = await offer.core.verifyAcknowledgment(coreActorOf(actor), acknowledgment, this.#signal());
+    if (!verdict.verified) {
+      throw new BuildTestRefusedError(
+        'build-test-acknowledgment-unverified',
+        `Core does not vouch for this acknowledgment: ${verdict.reason}`,
+      );
+    }
+    await this.#sameCommand(actor, offer, row);
+    const { accepted } = await this.deps.runtime.send(
+      address.environmentId,
+      {
+        type: 'command.acknowledged',
+        operationId,
+        acknowledgment: acknowledgment as unknown as Record<string, unknown>,
+      },
+      guard.commit(address.runId),
+    );
+    const saved = await this.#row(address, operationId);
+    await guard.check();
+    if (!accepted && !sameJson(saved.acknowledgment, acknowledgment)) {
+      throw new BuildTestRefusedError(
+        'build-test-acknowledgment-conflict',
+        'the acknowledgment was not saved',
+      );
+    }
+    return { operation: operationView(saved), replay: !accepted };
+  }
+
+  /** Fresh authority and the caller's Environment (403, 404), then the capability (409). */
+  async #open(actor: BuildTestActor, address: EnvironmentAddress) {
     const guard = new Guard(this.deps, actor.caller, address.projectId, buildTestPermissions);
     await guard.environment(address);
-    if (this.deps.offer === undefined) throw new BuildTestUnavailableError();
-    throw new BuildTestNotImplementedError();
+    const offer = this.deps.offer;
+    if (offer === undefined) throw new BuildTestUnavailableError();
+    this.#runner(offer);
+    return { guard, offer };
   }
+
+  #runner(offer: BuildTestOffer): BuildTestRunner {
+    if (offer.runner === undefined) {
+      throw new BuildTestNotImplementedError(
+        'this provider cannot run BuildTest command and collector Pods yet (the simulated provider can)',
+      );
+    }
+    return offer.runner;
+  }
+
+  #timeoutMs() {
+    return this.deps.callTimeoutMs ?? 30_000;
+  }
+
+  #signal() {
+    return AbortSignal.timeout(this.#timeoutMs());
+  }
+
+  /** A checkpoint of another tenant, project or run than the address is never resolved. */
+  #checkpointOfAddress(
+    actor: BuildTestActor,
+    address: EnvironmentAddress,
+    checkpoint: BuildTestCheckpointRef,
+  ) {
+    if (
+      checkpoint.tenantId !== actor.caller.tenantId ||
+      checkpoint.projectId !== address.projectId ||
+      checkpoint.runId !== address.runId
+    ) {
+      throw new BuildTestRefusedError(
+        'build-test-checkpoint-mismatch',
+        "the checkpoint names another tenant, project or run than the Environment's",
+        { status: 422, title: 'Checkpoint mismatch' },
+      );
+    }
+  }
+
+  async #accepted(actor: BuildTestActor, offer: BuildTestOffer, checkpoint: BuildTestCheckpointRef) {
+    const command = await offer.core.acceptedCommand(coreActorOf(actor), checkpoint, this.#signal());
+    if (command === null) throw new BuildTestCheckpointNotFoundError();
+    return command;
+  }
+
+  async #sameCommand(actor: BuildTestActor, offer: BuildTestOffer, row: BuildTestOperationRow) {
+    const command = await offer.core.acceptedCommand(
+      coreActorOf(actor),
+      row.checkpoint as BuildTestCheckpointRef,
+      this.#signal(),
+    );
+    if (command === null || acceptedCommandHash(command) !== row.acceptedCommandHash) {
+      throw new BuildTestRefusedError(
+        'build-test-command-changed',
+        'Core no longer holds the accepted command this operation reserved',
+      );
+    }
+  }
+
+  /** The profile admits the command: its executable and its version. */
+  #admitted(offer: BuildTestOffer, command: AcceptedBuildTestCommand) {
+    if (!offer.profile.executables.includes(command.command.executable)) {
+      throw new BuildTestRefusedError(
+        'build-test-command-not-admitted',
+        'the accepted command names an executable the AcceptedBuildTestProfile does not allow',
+      );
+    }
+    if (!offer.profile.versions.includes(command.version === 2 ? 'v2' : 'v1')) {
+      throw new BuildTestRefusedError(
+        'build-test-command-not-admitted',
+        `the AcceptedBuildTestProfile does not run version ${command.version} commands`,
+      );
+    }
+  }
+
+  /** The current lease, Active, exactly the binding the caller expects. */
+  async #leaseMatching(
+    tx: Queryable,
+    environmentId: string,
+    expected: ExpectedSandboxBinding,
+  ): Promise<LeaseRow> {
+    const lease = await readCurrentLease(tx, environmentId);
+    const binding = lease?.state === 'Active' ? bindingOfLease(lease) : null;
+    if (lease === null || binding === null) {
+      throw new BuildTestRefusedError('build-test-no-active-lease', 'the Environment has no Active lease');
+    }
+    if (!sameJson(binding, expected)) {
+      throw new BuildTestRefusedError(
+        'build-test-binding-mismatch',
+        'the expected binding is not the current lease, Workspace and network policy generation',
+      );
+    }
+    return lease;
+  }
+
+  async #row(address: EnvironmentAddress, operationId: string): Promise<BuildTestOperationRow> {
+    const row = await readBuildTestOperation(this.deps.db, address.environmentId, operationId);
+    if (row === null) throw new BuildTestOperationNotFoundError(operationId);
+    return row;
+  }
+}
+
+/** The acknowledgment must name exactly this operation's checkpoint, capture, fingerprint and Pods. */
+function acknowledgmentProblem(
+  row: BuildTestOperationRow,
+  operationId: string,
+  ack: JournalAcknowledgment,
+): string | null {
+  if (row.state !== 'Succeeded' || row.capture === null) return 'the operation has no sealed capture';
+  if (ack.operationId !== operationId) return 'the acknowledgment names another operation';
+  if (!sameCheckpoint(ack.checkpoint, row.checkpoint as BuildTestCheckpointRef))
+    return 'the acknowledgment names another checkpoint';
+  if (ack.capture.sha256 !== row.capture.sha256 || ack.capture.length !== row.capture.length)
+    return 'the acknowledgment names another capture';
+  if (ack.capture.requestFingerprint !== row.requestFingerprint)
+    return 'the acknowledgment names another request fingerprint';
+  if (
+    ack.capture.collectorPodUid !== row.collectorPod?.['uid'] ||
+    ack.capture.commandPodUid !== row.commandPod?.['uid']
+  )
+    return 'the acknowledgment names other Pods';
+  return null;
 }

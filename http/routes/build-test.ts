@@ -1,14 +1,16 @@
-// BuildTest routes on a leased sandbox (docs/build-test.md, docs/api.md "BuildTest"). In progress:
-// after authentication each route validates its input (400) before anything else, then asks fresh
-// authority for the caller's own Environment (403, 404), then answers 409 build-test-unavailable without an
-// AcceptedBuildTestProfile, or 501 build-test-not-implemented with one. Nothing is written and no
-// result is made up. The caller names a checkpoint and the binding it expects, never a command.
+// BuildTest routes on a leased sandbox (docs/build-test.md, docs/api.md "BuildTest"). After
+// authentication each route validates its input (400) before anything else, then asks fresh
+// authority for the caller's own Environment (403, 404), then answers 409 build-test-unavailable
+// without an AcceptedBuildTestProfile (501 build-test-not-implemented on a provider that cannot run
+// the Pods yet). The caller names a checkpoint and the binding it expects, never a command. Every
+// answer is no-store.
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
 import {
   checkpointRefSchema,
   journalAcknowledgmentSchema,
 } from '../../actors/build-test/accepted-command.ts';
 import type { BuildTestActor, BuildTestService } from '../../actors/build-test/service.ts';
+import type { BuildTestOperationResult } from '../../actors/build-test/operation-view.ts';
 import { generationSchema, identifierSchema } from '../../machines/environment-events.ts';
 import type { Context } from 'hono';
 import type { AppEnv } from '../context.ts';
@@ -22,10 +24,54 @@ const body = <T extends z.ZodType>(schema: T) => ({
 });
 const problems = {
   ...commonProblems,
-  404: problem('No such Environment for this caller'),
-  409: problem('build-test-unavailable: no AcceptedBuildTestProfile is configured; nothing changed'),
-  501: problem('build-test-not-implemented: this Sandlot build does not run BuildTest commands yet'),
+  404: problem('No such Environment, operation or checkpoint for this caller'),
+  409: problem(
+    'build-test-unavailable (no AcceptedBuildTestProfile), or a refusal that changed nothing: ' +
+      'build-test-no-active-lease, build-test-binding-mismatch, build-test-operation-conflict, ' +
+      'build-test-command-changed, build-test-command-not-admitted, build-test-reconcile-mismatch, ' +
+      'build-test-no-capture, build-test-acknowledgment-mismatch, -conflict or -unverified',
+  ),
+  422: problem('build-test-checkpoint-mismatch: the checkpoint names another tenant, project or run'),
+  501: problem('build-test-not-implemented: this provider cannot run BuildTest Pods yet'),
 };
+
+const operationResult = z
+  .object({
+    operation: z.object({
+      operationId: z.string(),
+      environmentId: z.string(),
+      checkpoint: z.record(z.string(), z.unknown()),
+      version: z.number().int(),
+      acceptedCommandHash: z.string(),
+      requestFingerprint: z.string(),
+      profileHash: z.string(),
+      binding: z.record(z.string(), z.unknown()),
+      state: z.enum(['Running', 'ReconciliationRequired', 'Succeeded', 'Failed', 'Interrupted']),
+      step: z.enum(['command', 'collect', 'cleanup']).nullable(),
+      pods: z.object({
+        command: z.record(z.string(), z.unknown()).nullable(),
+        collector: z.record(z.string(), z.unknown()).nullable(),
+      }),
+      preparation: z.record(z.string(), z.unknown()).nullable(),
+      exitCode: z.number().int().nullable(),
+      log: z.record(z.string(), z.unknown()).nullable(),
+      collectorReceipt: z.record(z.string(), z.unknown()).nullable(),
+      capture: z.object({ sha256: z.string(), length: z.number().int() }).nullable(),
+      error: z.record(z.string(), z.unknown()).nullable(),
+      acknowledgment: z.record(z.string(), z.unknown()).nullable(),
+      acknowledgedAt: z.string().nullable(),
+      cleanedAt: z.string().nullable(),
+      createdAt: z.string(),
+      updatedAt: z.string(),
+    }),
+    replay: z.boolean(),
+  })
+  .meta({ id: 'SandboxBuildTestOperationResult' });
+
+const json = <T extends z.ZodType>(description: string, schema: T) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
 
 const operationParams = environmentParams.extend({
   operationId: identifierSchema.meta({ param: { name: 'operationId', in: 'path' }, example: 'op-cp-1' }),
@@ -44,6 +90,16 @@ const expectedBinding = z.strictObject({
   networkPolicyGeneration: generationSchema,
 });
 
+const bindingPreparation = z
+  .object({
+    sessionId: z.string(),
+    executionProfileReference: z.string(),
+    profileHash: z.string(),
+    versions: z.array(z.string()),
+    binding: expectedBinding,
+  })
+  .meta({ id: 'BuildTestBindingPreparation' });
+
 export const buildTestCommandBody = z
   .strictObject({ checkpoint: checkpointRefSchema, expectedBinding })
   .meta({ id: 'BuildTestCommandRequest' });
@@ -58,56 +114,73 @@ const bindingQuery = z.object({
   }),
 });
 
-const inProgress = ' (in progress: answers 409 build-test-unavailable or 501 today)';
-
 const routes = {
   bindingPreparation: createRoute({
     method: 'get',
     path: `${commands}/binding-preparation`,
-    summary: `Validate the current Sandbox profile binding for a session, starting nothing${inProgress}`,
+    summary: `Validate the current Sandbox profile binding for a session, starting nothing`,
     security,
     request: { params: environmentParams, query: bindingQuery },
-    responses: problems,
+    responses: { 200: json('The binding a command request names now', bindingPreparation), ...problems },
   }),
   create: createRoute({
     method: 'post',
     path: `${commands}/commands`,
-    summary: `Resolve the accepted Core checkpoint and run its BuildTest operation${inProgress}`,
+    summary: `Resolve the accepted Core checkpoint and run its BuildTest operation`,
     security,
     request: { params: environmentParams, body: body(buildTestCommandBody) },
-    responses: problems,
+    responses: {
+      200: json('The operation existed already (replay: true)', operationResult),
+      202: json('Reserved; its steps run on the workers (replay: false)', operationResult),
+      ...problems,
+    },
   }),
   read: createRoute({
     method: 'get',
     path: `${commands}/commands/{operationId}`,
-    summary: `Read the persisted BuildTest operation${inProgress}`,
+    summary: `Read the persisted BuildTest operation`,
     security,
     request: { params: operationParams },
-    responses: problems,
+    responses: { 200: json('The persisted operation', operationResult), ...problems },
   }),
   reconcile: createRoute({
     method: 'post',
     path: `${commands}/commands/{operationId}/reconcile`,
-    summary: `Reconcile the same BuildTest operation and intent${inProgress}`,
+    summary: `Reconcile the same BuildTest operation and intent`,
     security,
     request: { params: operationParams, body: body(buildTestCommandBody) },
-    responses: problems,
+    responses: {
+      200: json('Nothing to reopen (replay: true)', operationResult),
+      202: json('The same step reopened (replay: false)', operationResult),
+      ...problems,
+    },
   }),
   capture: createRoute({
     method: 'get',
     path: `${commands}/commands/{operationId}/workspace-capture`,
-    summary: `The sealed version 2 output document, exact digest and length${inProgress}`,
+    summary: `The sealed version 2 output document, exact digest and length`,
     security,
     request: { params: operationParams },
-    responses: problems,
+    responses: {
+      200: {
+        description: 'The sealed AWSCAPT2 document; x-sandlot-capture-sha256 and content-length are exact',
+        content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } },
+      },
+      410: problem('build-test-capture-acknowledged: read the retained copy through Source Control'),
+      ...problems,
+    },
   }),
   acknowledge: createRoute({
     method: 'post',
     path: `${commands}/commands/{operationId}/workspace-capture/acknowledge`,
-    summary: `Save the Core-verified Events journal acknowledgment, then clean up${inProgress}`,
+    summary: `Save the Core-verified Events journal acknowledgment, then clean up`,
     security,
     request: { params: operationParams, body: body(acknowledgeBody) },
-    responses: problems,
+    responses: {
+      200: json('Acknowledged already with this acknowledgment (replay: true)', operationResult),
+      202: json('Saved; the exact Pods are being deleted (replay: false)', operationResult),
+      ...problems,
+    },
   }),
 };
 
@@ -124,25 +197,36 @@ export function buildTestRoutes(service: BuildTestService): OpenAPIHono<AppEnv> 
     c.header('cache-control', 'no-store');
   });
 
-  app.openapi(routes.bindingPreparation, (c) =>
-    service.prepareBinding(actorOf(c), c.req.valid('param'), c.req.valid('query')),
+  const answer = (c: Context<AppEnv>, result: BuildTestOperationResult, fresh = 202 as const) =>
+    c.json(result, result.replay ? 200 : fresh);
+
+  app.openapi(routes.bindingPreparation, async (c) => {
+    const prepared = await service.prepareBinding(actorOf(c), c.req.valid('param'), c.req.valid('query'));
+    return c.json({ ...prepared, versions: [...prepared.versions] }, 200);
+  });
+  app.openapi(routes.create, async (c) =>
+    answer(c, await service.create(actorOf(c), c.req.valid('param'), c.req.valid('json'))),
   );
-  app.openapi(routes.create, (c) => service.create(actorOf(c), c.req.valid('param'), c.req.valid('json')));
-  app.openapi(routes.read, (c) => {
+  app.openapi(routes.read, async (c) => {
     const { operationId, ...address } = c.req.valid('param');
-    return service.read(actorOf(c), address, operationId);
+    return c.json(await service.read(actorOf(c), address, operationId), 200);
   });
-  app.openapi(routes.reconcile, (c) => {
+  app.openapi(routes.reconcile, async (c) => {
     const { operationId, ...address } = c.req.valid('param');
-    return service.reconcile(actorOf(c), address, operationId, c.req.valid('json'));
+    return answer(c, await service.reconcile(actorOf(c), address, operationId, c.req.valid('json')));
   });
-  app.openapi(routes.capture, (c) => {
+  app.openapi(routes.capture, async (c) => {
     const { operationId, ...address } = c.req.valid('param');
-    return service.capture(actorOf(c), address, operationId);
+    const capture = await service.capture(actorOf(c), address, operationId);
+    return c.body(Buffer.from(capture.bytes), 200, {
+      'content-type': 'application/octet-stream',
+      'content-length': String(capture.length),
+      'x-sandlot-capture-sha256': capture.sha256,
+    });
   });
-  app.openapi(routes.acknowledge, (c) => {
+  app.openapi(routes.acknowledge, async (c) => {
     const { operationId, ...address } = c.req.valid('param');
-    return service.acknowledge(actorOf(c), address, operationId, c.req.valid('json'));
+    return answer(c, await service.acknowledge(actorOf(c), address, operationId, c.req.valid('json')));
   });
   return app;
 }

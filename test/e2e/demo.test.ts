@@ -1,13 +1,15 @@
 // `sandlot demo` as a user runs it: `sandlot serve --port 0` in a child process on a fresh data
 // directory, then `sandlot demo --url …` in another process sharing that directory (for the dev
 // key). It must take one lease from provision to Released and exit 0; against a server that is not
-// running it must say so and exit 1.
+// running it must say so and exit 1. With --build-test (and a server with a BuildTest profile) it
+// also runs one version 2 command on the lease through capture, acknowledgment and cleanup.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { profileDocument } from '../support/build-test-profile.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const cli = path.join(repoRoot, 'cli', 'sandlot.mjs');
@@ -56,10 +58,11 @@ async function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000
 
 async function startServe(
   dataDir: string,
+  extra: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; url: string; exited: Promise<unknown> }> {
   const child = spawn(process.execPath, [cli, 'serve', '--port', '0'], {
     cwd: repoRoot,
-    env: cliEnv(dataDir, { LOG_LEVEL: 'warn' }),
+    env: cliEnv(dataDir, { LOG_LEVEL: 'warn', ...extra }),
     stdio: 'pipe',
   });
   const exited = exitOf(child);
@@ -154,5 +157,48 @@ describe('sandlot demo against a running embedded serve', () => {
     const result = await runCli(['demo', '--url', 'ftp://example'], cliEnv(dataDir));
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--url');
+  });
+});
+
+describe('sandlot demo --build-test', () => {
+  let dataDir: string;
+  let env: Record<string, string>;
+  let server: Awaited<ReturnType<typeof startServe>> | undefined;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'sandlot-demo-bt-'));
+    const file = path.join(dataDir, 'build-test-profile.json');
+    await writeFile(file, JSON.stringify(profileDocument(['/usr/bin/npm'], ['v2'])));
+    env = { SANDLOT_BUILDTEST_PROFILE_FILE: file };
+    server = await startServe(dataDir, env);
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it(
+    'runs a version 2 command on the lease: capture, acknowledgment, cleanup, 410',
+    { timeout: 90_000 },
+    async () => {
+      const result = await runCli(['demo', '--url', server!.url, '--build-test'], cliEnv(dataDir, env));
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      const out = result.stdout;
+      expect(out).toMatch(/✓ command reserved \(HTTP 202, replay false\)/);
+      expect(out).toMatch(/✓ Succeeded: command Pod \S+ exited 0, collector Pod \S+ sealed \d+ bytes/);
+      expect(out).toMatch(/✓ capture: AWSCAPT2, \d+ bytes, sha256 [0-9a-f]{12}… matches/);
+      expect(out).toMatch(/added\s+dist\/app\.js/);
+      expect(out).toContain('acknowledgment verified by Core and saved');
+      expect(out).toContain('the capture now answers 410');
+      expect(out).toMatch(/✓ Environment Released/);
+    },
+  );
+
+  it('says what to set, and exits 1, when the demo has no profile', { timeout: 90_000 }, async () => {
+    const result = await runCli(['demo', '--url', server!.url, '--build-test'], cliEnv(dataDir));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('SANDLOT_BUILDTEST_PROFILE_FILE');
   });
 });

@@ -1,7 +1,8 @@
-// The six BuildTest routes as they stand today (E11 in progress): bad input is 400 before anything
-// else; then fresh authority for the caller's own Environment (403, 404); then 409
-// build-test-unavailable without an AcceptedBuildTestProfile, 501 build-test-not-implemented with
-// one. Nothing changes, every answer is no-store, and no log line ever holds the caller's bearer.
+// The six BuildTest routes' refusals before anything runs: bad input is 400 before anything else;
+// then fresh authority for the caller's own Environment (403, 404); then 409
+// build-test-unavailable without an AcceptedBuildTestProfile, 501 build-test-not-implemented on a
+// provider that cannot run the Pods. Nothing changes, every answer is no-store, and no log line
+// ever holds the caller's bearer. The operation itself: test/integration/build-test-operation.test.ts.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,25 +22,10 @@ import { createLogger } from '../../lib/logger.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';
 import { audience, buildHarness, issuer, seedProject, type Harness } from '../support/harness.ts';
 import { json, setupScenario, type Scenario } from '../support/sandbox-flow.ts';
+import { profileDocument as profileDocumentOf } from '../support/build-test-profile.ts';
 
 const digest = (c: string) => c.repeat(64);
-const profileDocument = {
-  executables: ['/usr/bin/make'],
-  versions: ['v2'],
-  images: {
-    command: `registry.example.com/build/runner@sha256:${digest('a')}`,
-    collector: `registry.example.com/sandlot/agenthost@sha256:${digest('b')}`,
-  },
-  resources: {
-    command: { cpu: '2', memory: '4Gi', ephemeralStorage: '8Gi' },
-    collector: { cpu: '500m', memory: '512Mi', ephemeralStorage: '1Gi' },
-    commandTimeoutSeconds: 3600,
-    collectorTimeoutSeconds: 600,
-    maxLogBytes: 1048576,
-  },
-  egress: 'deny-all',
-  collector: { executable: '/usr/local/bin/agenthost', args: ['--build-test-output-collector-v1'] },
-};
+const profileDocument = profileDocumentOf(['/usr/bin/make'], ['v2']);
 
 function capture() {
   const chunks: string[] = [];
@@ -128,7 +114,7 @@ const routes: Route[] = [
 
 type Send = (method: string, path: string, options?: { token?: string; body?: unknown }) => Promise<Response>;
 
-describe('BuildTest routes (in progress)', () => {
+describe('BuildTest routes: refusals before anything runs', () => {
   let handle: BackendHandle;
   let h: Harness;
   let s: Scenario;
@@ -160,12 +146,19 @@ describe('BuildTest routes (in progress)', () => {
         db: handle.db,
         services: {
           ...h.services,
+          // With a profile but no runner: this provider cannot run the Pods (501).
           buildTest: new BuildTestService({
             db: handle.db,
+            runtime: h.runtime,
             authority: h.authority,
             selections: h.selections,
             ...(withProfile
-              ? { offer: { profile: { hash: 'profile-hash' }, core: new EmbeddedCore(handle.db) } }
+              ? {
+                  offer: {
+                    profile: { ...checked.profile, hash: 'profile-hash' },
+                    core: new EmbeddedCore(handle.db),
+                  },
+                }
               : {}),
           }),
         },
@@ -220,20 +213,24 @@ describe('BuildTest routes (in progress)', () => {
     },
   );
 
-  it.each(routes)('$name answers 501 build-test-not-implemented with a profile', async (route) => {
-    const before = await revision();
-    const res = await send(offered, route, s.token);
-    expect(res.status).toBe(501);
-    expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(await res.json()).toEqual({
-      type: 'urn:sandlot:problem:build-test-not-implemented',
-      title: 'Not implemented',
-      status: 501,
-      detail: 'this Sandlot build does not run BuildTest commands yet',
-      instance: new URL(route.path(s), 'http://x').pathname,
-    });
-    expect(await revision()).toBe(before);
-  });
+  it.each(routes)(
+    '$name answers 501 build-test-not-implemented on a provider without BuildTest Pods',
+    async (route) => {
+      const before = await revision();
+      const res = await send(offered, route, s.token);
+      expect(res.status).toBe(501);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(await res.json()).toEqual({
+        type: 'urn:sandlot:problem:build-test-not-implemented',
+        title: 'Not implemented',
+        status: 501,
+        detail:
+          'this provider cannot run BuildTest command and collector Pods yet (the simulated provider can)',
+        instance: new URL(route.path(s), 'http://x').pathname,
+      });
+      expect(await revision()).toBe(before);
+    },
+  );
 
   it.each(routes)('$name answers 403 to a caller without WriteProjects, profile or not', async (route) => {
     const token = await h.token('acme', 'reader');

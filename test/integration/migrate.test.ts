@@ -142,13 +142,19 @@ describe.each(backends)('migration sets on %s', (backend) => {
     const core = await ledger(handle.db);
 
     expect(await migrateSimulated(handle.db)).toEqual({
-      applied: ['0001_simulated_resources.sql', '0002_simulated_expiry.sql', '0003_simulated_calls.sql'],
+      applied: [
+        '0001_simulated_resources.sql',
+        '0002_simulated_expiry.sql',
+        '0003_simulated_calls.sql',
+        '0004_simulated_build_test_pods.sql',
+      ],
     });
     expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
     expect(await simulatedLedger(handle.db)).toEqual([
       { name: '0001_simulated_resources.sql' },
       { name: '0002_simulated_expiry.sql' },
       { name: '0003_simulated_calls.sql' },
+      { name: '0004_simulated_build_test_pods.sql' },
     ]);
     expect(await ledger(handle.db)).toEqual(core);
     expect(await migrateSimulated(handle.db)).toEqual({ applied: [] });
@@ -172,6 +178,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
       'simulated/0001_simulated_resources.sql',
       'simulated/0002_simulated_expiry.sql',
       'simulated/0003_simulated_calls.sql',
+      'simulated/0004_simulated_build_test_pods.sql',
     ]);
     expect(seen).toEqual(simulated);
     expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
@@ -194,7 +201,12 @@ describe.each(backends)('migration sets on %s', (backend) => {
 
     expect(await migrate(handle.db)).toEqual({ applied: [] });
     expect(await migrateSimulated(handle.db)).toEqual({
-      applied: ['0001_simulated_resources.sql', '0002_simulated_expiry.sql', '0003_simulated_calls.sql'],
+      applied: [
+        '0001_simulated_resources.sql',
+        '0002_simulated_expiry.sql',
+        '0003_simulated_calls.sql',
+        '0004_simulated_build_test_pods.sql',
+      ],
     });
     const { rows } = await handle.db.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM simulated_resources',

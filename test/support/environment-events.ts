@@ -127,7 +127,13 @@ export function result(
 ): ProviderResultEvent {
   const { kind } = attempt;
   // A describe answers with sandbox.observed (actors/attempts.ts), never a provider.* result.
-  if (kind === 'describe' || kind === 'renew' || kind === 'cleanup' || kind === 'sweep')
+  if (
+    kind === 'describe' ||
+    kind === 'renew' ||
+    kind === 'cleanup' ||
+    kind === 'sweep' ||
+    kind === 'buildTest'
+  )
     throw new Error(`${kind} attempts have no provider.* result`);
   const base = {
     attemptId: attempt.attemptId,

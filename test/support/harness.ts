@@ -23,6 +23,8 @@ import {
 import { migrateSimulated } from '../../providers/simulated/migrate.ts';
 import { attemptRunner } from '../../workers/effect-processor.ts';
 import { runnerDeps, startWorkers, type WorkerHost, type WorkerSettings } from '../../workers/host.ts';
+import type { BuildTestWorkerDeps } from '../../workers/build-test-step.ts';
+import type { BuildTestOffer } from '../../actors/build-test/service.ts';
 import type { Database } from '../../store/db.ts';
 import { GrantsAuthority } from '../../store/grants.ts';
 import { migrate } from '../../store/migrate.ts';
@@ -87,6 +89,8 @@ export interface HarnessOptions {
   agentHostProfiles?: AgentHostConfiguration;
   /** Start workers (in-process queue unless `redisUrl` is given). */
   workers?: WorkerSettings | false;
+  /** Offer BuildTest: the API side (profile, Core, runner) and the workers' (the same plus an actor). */
+  buildTest?: { offer: BuildTestOffer; worker: BuildTestWorkerDeps };
 }
 
 export async function buildHarness(db: Database, options: HarnessOptions = {}): Promise<Harness> {
@@ -119,12 +123,20 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     ...(options.leaseTtlMs === undefined ? {} : { leaseTtlMs: options.leaseTtlMs }),
     ...(options.agentHost === undefined ? {} : { agentHost: options.agentHost }),
     ...(options.agentHostProfiles === undefined ? {} : { agentHostProfiles: options.agentHostProfiles }),
+    ...(options.buildTest === undefined ? {} : { buildTest: options.buildTest.offer }),
   });
   const workers =
     options.workers === undefined || options.workers === false
       ? null
       : await startWorkers(
-          { db, runtime, provider: active, logger, ...ports },
+          {
+            db,
+            runtime,
+            provider: active,
+            logger,
+            ...ports,
+            ...(options.buildTest === undefined ? {} : { buildTest: options.buildTest.worker }),
+          },
           {
             reconcileEveryMs: 200,
             republishAfterMs: 500,

@@ -8,7 +8,12 @@ const input = { environmentId: 'env_x', tenantId: 't', projectId: 'p', runId: 'r
 describe('environment machine', () => {
   it('starts Registered at lifecycle generation 1 with no effects', () => {
     const [snapshot, actions] = initialTransition(environmentMachine, input);
-    expect(snapshot.value).toEqual({ lifecycle: 'Registered', sandbox: 'NoLease', cleanup: 'Clean' });
+    expect(snapshot.value).toEqual({
+      lifecycle: 'Registered',
+      sandbox: 'NoLease',
+      cleanup: 'Clean',
+      commands: 'Open',
+    });
     expect(snapshot.context.lifecycleGeneration).toBe(1);
     expect(actions.filter((a) => a.type.startsWith('effect.'))).toEqual([]);
   });
@@ -20,7 +25,12 @@ describe('environment machine', () => {
       expectedLifecycleGeneration: 1,
       idempotencyKey: 'r1',
     });
-    expect(next.value).toEqual({ lifecycle: 'Released', sandbox: 'NoLease', cleanup: 'Clean' });
+    expect(next.value).toEqual({
+      lifecycle: 'Released',
+      sandbox: 'NoLease',
+      cleanup: 'Clean',
+      commands: 'Open',
+    });
     expect(next.context.release).toEqual({ idempotencyKey: 'r1' });
   });
 

@@ -324,7 +324,7 @@ const fencesOf = (run: ModelState) => {
 describe('Environment scenarios', () => {
   it.each(scenarios)('$name', ({ steps, lifecycle, sandbox, leases, effects }) => {
     const run = play(steps);
-    expect(run.snapshot.value).toEqual({ lifecycle, sandbox, cleanup: 'Clean' });
+    expect(run.snapshot.value).toEqual({ lifecycle, sandbox, cleanup: 'Clean', commands: 'Open' });
     expect(run.leaseRows).toEqual(leases);
     expect(run.effects.map(effectLabel)).toEqual(effects);
   });
@@ -356,7 +356,12 @@ describe('Environment scenarios', () => {
       answer('listOwned', 'succeeded', { resources: [] }),
       answer('provision', 'succeeded'),
     ]);
-    expect(done.snapshot.value).toEqual({ lifecycle: 'Registered', sandbox: 'Active', cleanup: 'Clean' });
+    expect(done.snapshot.value).toEqual({
+      lifecycle: 'Registered',
+      sandbox: 'Active',
+      cleanup: 'Clean',
+      commands: 'Open',
+    });
     expect(done.snapshot.context.sandbox.unresolved).toEqual({});
     expect(done.last?.actions.find((a) => a.type === 'record.attemptsResolved')?.params).toEqual([
       {

@@ -1,0 +1,419 @@
+// A BuildTest operation end to end in embedded mode, over the HTTP routes, real PostgreSQL and the
+// simulated provider's command and collector Pods (a real Git bundle as the version 2 seed): the
+// caller names a checkpoint and the binding it expects; the command Core accepted runs once; the
+// capture is exactly the sealed document; the Core-verified acknowledgment is saved once, then the
+// exact Pods are deleted and the capture is gone (410).
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AcceptedBuildTestCommand, JournalAcknowledgment } from '../../actors/ports.ts';
+import {
+  EmbeddedCore,
+  registerAcceptedCommand,
+  registerAdmission,
+  registerWorkspaceSeed,
+} from '../../actors/build-test/core-embedded.ts';
+import { parseDocument } from '../../formats/awscapt2/output-document.ts';
+import { SimulatedBuildTestRunner } from '../../providers/simulated/build-test-runner.ts';
+import { recordBuildTestStep, readBuildTestOperation } from '../../store/build-test-operations.ts';
+import { sha256 } from '../support/build-test-commands.ts';
+import { loadedProfile } from '../support/build-test-profile.ts';
+import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { gitSeed, type GitSeed } from '../support/git-seed.ts';
+import { buildHarness, type Harness } from '../support/harness.ts';
+import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
+import { eventually } from '../support/sandbox-scenarios.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { startWorkers } from '../../workers/host.ts';
+
+const profile = loadedProfile();
+
+/** The workers' side of the offer: a worker asks the embedded Core as `sandlot-worker` of the tenant. */
+const workerSide = (runner: SimulatedBuildTestRunner, core: EmbeddedCore) => ({
+  runner,
+  core,
+  profile,
+  pollMs: 50,
+  workerActor: (tenantId: string) => ({
+    tenantId,
+    subject: 'sandlot-worker',
+    bearer: '',
+    expiresAt: new Date(Date.now() + 60_000),
+  }),
+});
+
+const checkpoint = (checkpointId: string) => ({
+  tenantId: 'acme',
+  projectId: 'checkout',
+  runId: 'run-1',
+  stepId: 'build',
+  checkpointId,
+});
+
+interface Operation {
+  operationId: string;
+  state: string;
+  step: string | null;
+  version: number;
+  requestFingerprint: string;
+  pods: { command: { uid: string } | null; collector: { uid: string } | null };
+  exitCode: number | null;
+  capture: { sha256: string; length: number } | null;
+  collectorReceipt: Record<string, unknown> | null;
+  acknowledgment: Record<string, unknown> | null;
+  cleanedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+interface Result {
+  operation: Operation;
+  replay: boolean;
+}
+
+describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
+  let pg: IsolatedPostgres;
+  let h: Harness;
+  let s: Scenario;
+  let runner: SimulatedBuildTestRunner;
+  let stateDir: string;
+  let seed: GitSeed;
+
+  beforeEach(async () => {
+    pg = await isolatedPostgres();
+    const db = pg.open();
+    stateDir = await mkdtemp(join(tmpdir(), 'sandlot-bt-op-'));
+    runner = new SimulatedBuildTestRunner({ db, stateDir });
+    const core = new EmbeddedCore(db);
+    h = await buildHarness(db, {
+      workers: { callTimeoutMs: 5_000 },
+      buildTest: {
+        offer: { profile, core, runner },
+        worker: workerSide(runner, core),
+      },
+    });
+    s = await setupScenario(h);
+    await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) });
+    await waitForLease(h, s, (l) => l['state'] === 'Active');
+    seed = await gitSeed({ 'README.md': '# app\n', 'src/index.js': 'console.log(1);\n' });
+  });
+  afterEach(async () => {
+    await h.close();
+    await pg.drop();
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  const commands = () => `${s.base}/sandbox/build-test/commands`;
+
+  async function binding() {
+    const res = await h.request(
+      'GET',
+      `${s.base}/sandbox/build-test/binding-preparation?sessionId=session-1&executionProfileReference=build-v2`,
+      { token: s.token },
+    );
+    expect(res.status).toBe(200);
+    return (await json<{ binding: Record<string, unknown> }>(res)).binding;
+  }
+
+  async function acceptVersion2(checkpointId: string, outputs: string[]): Promise<AcceptedBuildTestCommand> {
+    const registered = await registerWorkspaceSeed(h.db, {
+      tenantId: 'acme',
+      projectId: 'checkout',
+      bytes: seed.bytes,
+      createdBy: 'test',
+    });
+    const command: AcceptedBuildTestCommand = {
+      checkpoint: checkpoint(checkpointId),
+      operationId: `op-${checkpointId}`,
+      selectionHash: 'b'.repeat(64),
+      version: 2,
+      command: { executable: '/usr/bin/npm', args: ['run', 'build'] },
+      options: { workingDirectory: '.', environment: {}, timeoutSeconds: 900, outputs },
+      workspaceInput: {
+        workspaceId: 'ws-1',
+        workspaceIncarnationId: 'inc-1',
+        baseSha: seed.baseSha,
+        branchName: 'main',
+        seed: { sha256: registered.sha256, length: registered.length },
+      },
+    };
+    expect(await registerAcceptedCommand(h.db, command, 'test')).toBe('created');
+    return command;
+  }
+
+  async function acceptVersion1(checkpointId: string): Promise<AcceptedBuildTestCommand> {
+    const command: AcceptedBuildTestCommand = {
+      checkpoint: checkpoint(checkpointId),
+      operationId: `op-${checkpointId}`,
+      selectionHash: 'a'.repeat(64),
+      version: 1,
+      command: { executable: '/usr/bin/make', args: ['test'] },
+      options: {
+        workingDirectory: '.',
+        environment: {},
+        timeoutSeconds: 600,
+        outputs: ['reports/junit.xml'],
+      },
+    };
+    expect(await registerAcceptedCommand(h.db, command, 'test')).toBe('created');
+    return command;
+  }
+
+  const create = async (checkpointId: string) =>
+    h.request('POST', commands(), {
+      token: s.token,
+      body: { checkpoint: checkpoint(checkpointId), expectedBinding: await binding() },
+    });
+
+  const read = async (operationId: string) => {
+    const res = await h.request('GET', `${commands()}/${operationId}`, { token: s.token });
+    expect(res.status).toBe(200);
+    return json<Result>(res);
+  };
+
+  const settled = (operationId: string, state = 'Succeeded') =>
+    eventually(`operation ${operationId} ${state}`, async () => {
+      const { operation } = await read(operationId);
+      return operation.state === state && operation.step === null ? operation : undefined;
+    });
+
+  function acknowledgmentOf(command: AcceptedBuildTestCommand, op: Operation): JournalAcknowledgment {
+    if (op.capture === null || op.pods.command === null || op.pods.collector === null)
+      throw new Error('no capture');
+    return {
+      checkpoint: command.checkpoint,
+      operationId: command.operationId,
+      journalPosition: 7,
+      recordSha256: 'd'.repeat(64),
+      objectReference: `source-control://captures/${command.operationId}`,
+      capture: {
+        sha256: op.capture.sha256,
+        length: op.capture.length,
+        requestFingerprint: op.requestFingerprint,
+        collectorPodUid: op.pods.collector.uid,
+        commandPodUid: op.pods.command.uid,
+      },
+    };
+  }
+
+  it('version 2: runs once, captures the exact sealed document, acknowledges once, cleans up', async () => {
+    const command = await acceptVersion2('cp-v2', ['dist/app.js']);
+    const created = await create('cp-v2');
+    expect(created.status).toBe(202);
+    expect(created.headers.get('cache-control')).toBe('no-store');
+    const first = await json<Result>(created);
+    expect(first).toMatchObject({ replay: false, operation: { operationId: 'op-cp-v2', version: 2 } });
+
+    const done = await settled('op-cp-v2');
+    expect(done).toMatchObject({ exitCode: 0, collectorReceipt: expect.any(Object) as unknown });
+    // Timestamps are PostgreSQL's, at microsecond precision.
+    expect(done.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+
+    // The same request again: the same operation, a replay.
+    const again = await create('cp-v2');
+    expect(again.status).toBe(200);
+    expect(await json<Result>(again)).toMatchObject({ replay: true, operation: { operationId: 'op-cp-v2' } });
+
+    const capture = await h.request('GET', `${commands()}/op-cp-v2/workspace-capture`, { token: s.token });
+    expect(capture.status).toBe(200);
+    expect(capture.headers.get('content-type')).toBe('application/octet-stream');
+    expect(capture.headers.get('cache-control')).toBe('no-store');
+    const bytes = Buffer.from(await capture.arrayBuffer());
+    expect({ sha256: sha256(bytes), length: bytes.length }).toEqual(done.capture);
+    expect(capture.headers.get('x-sandlot-capture-sha256')).toBe(done.capture?.sha256);
+    const document = parseDocument(bytes);
+    expect(document.manifest.binding).toEqual({
+      operationId: 'op-cp-v2',
+      checkpointId: 'cp-v2',
+      requestFingerprint: done.requestFingerprint,
+    });
+    expect(document.manifest.files.map((f) => [f.path, f.change])).toEqual([
+      ['README.md', 'unchanged'],
+      ['dist/app.js', 'added'],
+      ['src/index.js', 'unchanged'],
+    ]);
+
+    // An acknowledgment Core does not vouch for is refused, and nothing changes.
+    const ack = acknowledgmentOf(command, done);
+    const unverified = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
+      token: s.token,
+      body: ack,
+    });
+    expect(unverified.status).toBe(409);
+    expect((await read('op-cp-v2')).operation.acknowledgment).toBeNull();
+
+    expect(await registerAdmission(h.db, ack, 'events')).toBe('created');
+    const acked = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
+      token: s.token,
+      body: ack,
+    });
+    expect(acked.status).toBe(202);
+    const cleaned = await eventually('the Pods deleted', async () => {
+      const { operation } = await read('op-cp-v2');
+      return operation.cleanedAt === null ? undefined : operation;
+    });
+    expect(cleaned).toMatchObject({ state: 'Succeeded', acknowledgment: ack, capture: done.capture });
+    // A replay keeps the stored acknowledgment; another one is refused.
+    const replay = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
+      token: s.token,
+      body: ack,
+    });
+    expect(replay.status).toBe(200);
+    expect((await json<Result>(replay)).replay).toBe(true);
+    const other = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
+      token: s.token,
+      body: { ...ack, journalPosition: 8 },
+    });
+    expect(other.status).toBe(409);
+    // After acknowledgment the capture is read through Source Control.
+    const gone = await h.request('GET', `${commands()}/op-cp-v2/workspace-capture`, { token: s.token });
+    expect(gone.status).toBe(410);
+    expect(((await gone.json()) as { detail: string }).detail).toContain(ack.objectReference);
+    const { rows } = await h.db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM simulated_build_test_pods WHERE operation_id = 'op-cp-v2' AND role = 'command'`,
+    );
+    expect(Number(rows[0]?.n)).toBe(1);
+  });
+
+  it('version 1: the declared outputs are collected as evidence; there is no document to read', async () => {
+    await acceptVersion1('cp-v1');
+    expect((await create('cp-v1')).status).toBe(202);
+    const done = await settled('op-cp-v1');
+    expect(done.collectorReceipt).toMatchObject({
+      version: 1,
+      outputs: [expect.objectContaining({ path: 'reports/junit.xml' })],
+      capture: null,
+    });
+    const capture = await h.request('GET', `${commands()}/op-cp-v1/workspace-capture`, { token: s.token });
+    expect(capture.status).toBe(409);
+  });
+
+  it('a command that exits non-zero fails, and no collector Pod is ever started', async () => {
+    await acceptVersion2('cp-fail', []);
+    runner.setPlan('op-cp-fail', { exitCode: 2 });
+    expect((await create('cp-fail')).status).toBe(202);
+    const done = await settled('op-cp-fail', 'Failed');
+    expect(done).toMatchObject({ exitCode: 2, pods: { collector: null } });
+  });
+
+  it('refuses a caller-supplied command, another binding, another run: nothing is reserved', async () => {
+    await acceptVersion2('cp-refused', []);
+    const expectedBinding = await binding();
+    const withCommand = await h.request('POST', commands(), {
+      token: s.token,
+      body: {
+        checkpoint: checkpoint('cp-refused'),
+        expectedBinding,
+        command: { executable: '/bin/sh', args: ['-c', 'curl evil'] },
+      },
+    });
+    expect(withCommand.status).toBe(400);
+    const staleBinding = await h.request('POST', commands(), {
+      token: s.token,
+      body: {
+        checkpoint: checkpoint('cp-refused'),
+        expectedBinding: { ...expectedBinding, providerFence: 9 },
+      },
+    });
+    expect(staleBinding.status).toBe(409);
+    expect(((await staleBinding.json()) as { type: string }).type).toContain('build-test-binding-mismatch');
+    const otherRun = await h.request('POST', commands(), {
+      token: s.token,
+      body: { checkpoint: { ...checkpoint('cp-refused'), runId: 'run-2' }, expectedBinding },
+    });
+    expect(otherRun.status).toBe(422);
+    expect(await readBuildTestOperation(h.db, s.environmentId, 'op-cp-refused')).toBeNull();
+  });
+
+  it('a command still running at the deadline is looked at again (reconcile or reconciler): the same Pod, never a second', async () => {
+    await acceptVersion2('cp-slow', []);
+    runner.setPlan('op-cp-slow', { durationMs: 7_000 });
+    expect((await create('cp-slow')).status).toBe(202);
+    const running = await eventually('the first look to end', async () => {
+      const { operation } = await read('op-cp-slow');
+      return operation.pods.command !== null && operation.state === 'Running' ? operation : undefined;
+    });
+    const reconcileBody = { checkpoint: checkpoint('cp-slow'), expectedBinding: await binding() };
+    // A reconcile naming another checkpoint is refused.
+    const mismatch = await h.request('POST', `${commands()}/op-cp-slow/reconcile`, {
+      token: s.token,
+      body: { ...reconcileBody, checkpoint: checkpoint('cp-other') },
+    });
+    expect(mismatch.status).toBe(409);
+    // The caller may reconcile (202: reopened; 200: the reconciler had reopened it already): either
+    // way the same step, the same Pod.
+    const reconciled = await h.request('POST', `${commands()}/op-cp-slow/reconcile`, {
+      token: s.token,
+      body: reconcileBody,
+    });
+    expect([200, 202]).toContain(reconciled.status);
+    const done = await settled('op-cp-slow');
+    expect(done.pods.command?.uid).toBe(running.pods.command?.uid);
+    const { rows } = await h.db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM simulated_build_test_pods WHERE operation_id = 'op-cp-slow' AND role = 'command'`,
+    );
+    expect(Number(rows[0]?.n)).toBe(1);
+  });
+
+  it('workers stopped mid-command: new workers (and a new runner) resume the same Pod, and capture once', async () => {
+    await acceptVersion2('cp-restart', ['dist/app.js']);
+    runner.setPlan('op-cp-restart', { durationMs: 1_500, write: { 'dist/app.js': 'built\n' } });
+    expect((await create('cp-restart')).status).toBe(202);
+    await eventually('the command Pod to start', async () => {
+      const { rows } = await h.db.query(
+        `SELECT 1 FROM simulated_build_test_pods WHERE operation_id = 'op-cp-restart'`,
+      );
+      return rows.length > 0 ? true : undefined;
+    });
+    // The workers stop while the command runs; the new ones and the new runner have only the rows.
+    await h.workers?.close();
+    const restarted = new SimulatedBuildTestRunner({ db: h.db, stateDir });
+    const core = new EmbeddedCore(h.db);
+    const workers = await startWorkers(
+      {
+        db: h.db,
+        runtime: h.runtime,
+        provider: h.provider,
+        logger: createLogger({ level: 'silent' }),
+        networkPolicies: h.networkPolicies,
+        authority: h.authority,
+        selections: h.selections,
+        buildTest: workerSide(restarted, core),
+      },
+      { reconcileEveryMs: 200, republishAfterMs: 500, relayPollMs: 100, callTimeoutMs: 5_000 },
+    );
+    try {
+      const done = await settled('op-cp-restart');
+      const { rows } = await h.db.query<{ role: string; n: string }>(
+        `SELECT role, count(*) AS n FROM simulated_build_test_pods WHERE operation_id = 'op-cp-restart'
+          GROUP BY role ORDER BY role`,
+      );
+      expect(rows.map((r) => [r.role, Number(r.n)])).toEqual([
+        ['collector', 1],
+        ['command', 1],
+      ]);
+      const capture = await h.request('GET', `${commands()}/op-cp-restart/workspace-capture`, {
+        token: s.token,
+      });
+      const bytes = Buffer.from(await capture.arrayBuffer());
+      expect({ sha256: sha256(bytes), length: bytes.length }).toEqual(done.capture);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it('a terminal operation keeps its status, Pods and evidence against an identical or changed save', async () => {
+    await acceptVersion2('cp-final', []);
+    expect((await create('cp-final')).status).toBe(202);
+    const done = await settled('op-cp-final');
+    const before = await readBuildTestOperation(h.db, s.environmentId, 'op-cp-final');
+    await recordBuildTestStep(h.db, s.environmentId, 'op-cp-final', 'Failed', 'collect', {
+      exitCode: 3,
+      commandPod: { role: 'command', name: 'other', uid: 'other' },
+      capture: { sha256: 'f'.repeat(64), length: 1 },
+    });
+    const after = await readBuildTestOperation(h.db, s.environmentId, 'op-cp-final');
+    expect(after).toEqual(before);
+    expect(after?.capture).toEqual(done.capture);
+  });
+});
