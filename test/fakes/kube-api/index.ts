@@ -9,6 +9,10 @@ import { KubeApi } from './api-server.ts';
 import { LoopController, type ControllerOptions, type FakeController } from './controller.ts';
 import { warmUpCrdValidators } from './crd-schemas.ts';
 import { Deleter } from './deletion.ts';
+import { ExecFaultPlan, type FakeExecFaults } from './exec-faults.ts';
+import { defaultExecHandlers, type ExecHandler } from './exec-handlers.ts';
+import { createExecEndpoint } from './exec-server.ts';
+import type { ExecSession } from './exec-session.ts';
 import { FaultPlan, type FakeFaults } from './faults.ts';
 import { createRequestHandler } from './http-router.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
@@ -20,6 +24,10 @@ import type { RecordedRequest } from './types.ts';
 export type { ControllerOptions, FakeController } from './controller.ts';
 export type { FakeFaults, FaultMatch } from './faults.ts';
 export type { FakeStore } from './store.ts';
+export type { ExecFault, ExecFaultMatch, FakeExecFaults } from './exec-faults.ts';
+export type { ExecContext, ExecHandler, ExecResult } from './exec-handlers.ts';
+export { EXEC_ANNOTATIONS, digestStdin, echoDigestHandler, preparationHandler } from './exec-handlers.ts';
+export type { ExecSession } from './exec-session.ts';
 export type {
   Condition,
   KubeObject,
@@ -58,8 +66,16 @@ export interface FakeKubeApi {
   objects: FakeStore;
   controller: FakeController;
   faults: FakeFaults;
-  /** Every request received, in order, including refused ones. */
+  /** Every request received, in order, including refused ones (exec upgrades too). */
   requests: RecordedRequest[];
+  /**
+   * What each container does when exec'd into, by container name: `preparation` and `echo-digest`
+   * at start; set, replace or delete entries freely. A container without one answers InternalError.
+   */
+  execHandlers: Map<string, ExecHandler>;
+  execFaults: FakeExecFaults;
+  /** Every exec session upgraded, in order, with its stdin byte count and outcome. */
+  execSessions: ExecSession[];
   close(): Promise<void>;
 }
 
@@ -78,6 +94,18 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     { key: tls.serverKeyPem, cert: tls.serverCertPem },
     createRequestHandler({ api, deleter, faults, token, requests }),
   );
+  const execHandlers = defaultExecHandlers();
+  const execFaults = new ExecFaultPlan();
+  const execSessions: ExecSession[] = [];
+  const exec = createExecEndpoint({
+    store,
+    token,
+    handlers: execHandlers,
+    faults: execFaults,
+    sessions: execSessions,
+    requests,
+  });
+  server.on('upgrade', exec.onUpgrade);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -102,8 +130,12 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     controller,
     faults,
     requests,
+    execHandlers,
+    execFaults,
+    execSessions,
     close: async () => {
       controller.pause();
+      exec.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
