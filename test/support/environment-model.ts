@@ -142,7 +142,7 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     events.push(provision(`op-${counters.resourceGeneration + 1}`, T1));
   }
   if (lease === null) return events;
-  events.push(...cleanupEvents(state));
+  events.push(...cleanupEvents(state), ...commandEvents(state));
   const fences = { resourceGeneration: lease.resourceGeneration, providerFence: lease.providerFence };
   const stale = staleFences(fences);
   events.push(
@@ -216,6 +216,79 @@ function cleanupEvents(state: ModelState): EnvironmentEvent[] {
   return events;
 }
 
+/**
+ * The commands region's traffic: one BuildTest operation reserved on the lease as it stands (and
+ * on a stale view of it), each step's outcomes for the open attempt and a stale one, reconcile and
+ * acknowledgment.
+ */
+function commandEvents(state: ModelState): EnvironmentEvent[] {
+  const { context } = state.snapshot;
+  const lease = context.sandbox.lease;
+  if (lease === null) return [];
+  const binding = {
+    operationId: lease.operationId,
+    lifecycleGeneration: lease.lifecycleGeneration,
+    resourceGeneration: lease.resourceGeneration,
+    providerFence: lease.providerFence,
+    fencingGeneration: lease.currentFencingGeneration,
+    resourceId: lease.resource?.resourceId ?? 'no-resource',
+    ownerHash: lease.ownerHash,
+    workspace: lease.workspace,
+    networkPolicyGeneration: lease.networkPolicyGeneration,
+    providerOptions: lease.providerOptions,
+  };
+  const intent = {
+    checkpoint: {},
+    acceptedCommand: {},
+    acceptedCommandHash: 'a'.repeat(64),
+    requestFingerprint: 'b'.repeat(64),
+    expectedBinding: {},
+    profileHash: 'c'.repeat(64),
+  };
+  const operationId = 'op-cp-1';
+  const events: EnvironmentEvent[] = [
+    { type: 'command.reserve', operationId, lease: binding, intent },
+    {
+      type: 'command.reserve',
+      operationId,
+      lease: { ...binding, fencingGeneration: binding.fencingGeneration + 1 },
+      intent,
+    },
+  ];
+  const item = context.commands[operationId];
+  if (item === undefined) return events;
+  events.push(
+    { type: 'command.reconcile', operationId },
+    { type: 'command.acknowledged', operationId, acknowledgment: {} },
+  );
+  if (item.attemptId !== null && item.step !== null) {
+    const outcomes = {
+      command: ['advanced', 'failed', 'interrupted', 'running', 'unknown'],
+      collect: ['sealed', 'failed', 'interrupted', 'running', 'unknown'],
+      cleanup: ['cleaned', 'failed', 'unknown'],
+    } as const;
+    for (const outcome of outcomes[item.step]) {
+      events.push({
+        type: 'command.stepped',
+        operationId,
+        attemptId: item.attemptId,
+        step: item.step,
+        outcome,
+        evidence: {},
+      });
+    }
+    events.push({
+      type: 'command.stepped',
+      operationId,
+      attemptId: `${item.attemptId}-stale`,
+      step: item.step,
+      outcome: 'failed',
+      evidence: {},
+    });
+  }
+  return events;
+}
+
 const seqOf = (attemptId: string) => Number(attemptId.slice(attemptId.lastIndexOf('.') + 1));
 
 /**
@@ -261,6 +334,12 @@ export function serializeModel(state: ModelState): string {
       item.state,
       item.authorizingFence?.providerFence === counters.providerFence &&
         item.authorizingFence.lifecycleGeneration === context.lifecycleGeneration,
+    ]),
+    commands: Object.values(context.commands).map((item) => [
+      item.state,
+      item.step,
+      item.attemptId !== null,
+      item.acknowledged,
     ]),
     latestSettled:
       openedAttemptId !== null && !(openedAttemptId in unresolved) && openedAttemptId !== reconcileId,

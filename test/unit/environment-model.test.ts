@@ -102,6 +102,30 @@ const invariants: [string, (edge: Edge) => string | null][] = [
           if (effect.attemptId in from.issued) return `attempt id ${effect.attemptId} reused`;
           continue;
         }
+        // A BuildTest step: under the fences of the lease its operation was reserved on (the
+        // runner's gate supersedes it when that lease is no longer the current Active one).
+        if (effect.kind === 'buildTest') {
+          const entry = Object.entries(to.snapshot.context.commands).find(
+            ([, i]) => i.attemptId === effect.attemptId,
+          );
+          if (entry === undefined) return `BuildTest effect ${effect.attemptId} has no open item`;
+          const [operationId, item] = entry;
+          const fences = {
+            lifecycleGeneration: item.lease.lifecycleGeneration,
+            resourceGeneration: item.lease.resourceGeneration,
+            providerFence: item.lease.providerFence,
+            fencingGeneration: item.lease.fencingGeneration,
+          };
+          if (
+            !isDeepStrictEqual(effect.fences, fences) ||
+            effect.operationId !== operationId ||
+            effect.request.buildTest?.leaseOperationId !== item.lease.operationId
+          ) {
+            return `BuildTest effect ${effect.attemptId} is not under its lease's fences`;
+          }
+          if (effect.attemptId in from.issued) return `attempt id ${effect.attemptId} reused`;
+          continue;
+        }
         if (lease === null) return `effect ${effect.attemptId} without a lease`;
         const fences = {
           lifecycleGeneration: lease.lifecycleGeneration,

@@ -1,0 +1,241 @@
+// What a BuildTest worker refuses, in embedded mode over HTTP and real PostgreSQL: a collector
+// receipt bound to another Pod fails the operation (no capture); a command Core no longer accepts
+// fails it before any Pod starts; Core unreachable during a step leaves the operation uncertain
+// (ReconciliationRequired), and once Core answers again the same operation finishes with one Pod.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CoreUnavailableError } from '../../actors/build-test/core-errors.ts';
+import {
+  EmbeddedCore,
+  registerAcceptedCommand,
+  registerWorkspaceSeed,
+} from '../../actors/build-test/core-embedded.ts';
+import type { AcceptedBuildTestCommand, Core } from '../../actors/ports.ts';
+import type { BuildTestRunner } from '../../providers/build-test.ts';
+import { SimulatedBuildTestRunner } from '../../providers/simulated/build-test-runner.ts';
+import { loadedProfile } from '../support/build-test-profile.ts';
+import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { gitSeed } from '../support/git-seed.ts';
+import { buildHarness, type Harness } from '../support/harness.ts';
+import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
+import { eventually } from '../support/sandbox-scenarios.ts';
+
+const profile = loadedProfile();
+const checkpoint = {
+  tenantId: 'acme',
+  projectId: 'checkout',
+  runId: 'run-1',
+  stepId: 'build',
+  checkpointId: 'cp-1',
+};
+
+interface Operation {
+  state: string;
+  step: string | null;
+  error: { code?: string } | null;
+  pods: { command: { uid: string } | null; collector: { uid: string } | null };
+}
+
+describe('BuildTest refusals in the worker', () => {
+  let pg: IsolatedPostgres;
+  let h: Harness;
+  let s: Scenario;
+  let stateDir: string;
+  let simulated: SimulatedBuildTestRunner;
+  let embedded: EmbeddedCore;
+
+  /** A harness whose workers use `runner` and `core` in place of the plain ones. */
+  async function start(wrap: {
+    runner?: (r: SimulatedBuildTestRunner) => BuildTestRunner;
+    core?: (c: EmbeddedCore) => Core;
+  }) {
+    pg = await isolatedPostgres();
+    const db = pg.open();
+    stateDir = await mkdtemp(join(tmpdir(), 'sandlot-bt-refusals-'));
+    simulated = new SimulatedBuildTestRunner({ db, stateDir });
+    embedded = new EmbeddedCore(db);
+    const runner = wrap.runner?.(simulated) ?? simulated;
+    const core = wrap.core?.(embedded) ?? embedded;
+    h = await buildHarness(db, {
+      workers: { callTimeoutMs: 5_000 },
+      buildTest: {
+        offer: { profile, core: embedded, runner: simulated },
+        worker: {
+          runner,
+          core,
+          profile,
+          pollMs: 50,
+          workerActor: (tenantId) => ({
+            tenantId,
+            subject: 'sandlot-worker',
+            bearer: '',
+            expiresAt: new Date(Date.now() + 60_000),
+          }),
+        },
+      },
+    });
+    s = await setupScenario(h);
+    await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) });
+    await waitForLease(h, s, (l) => l['state'] === 'Active');
+    const seed = await gitSeed({ 'README.md': '# app\n' });
+    const registered = await registerWorkspaceSeed(h.db, {
+      tenantId: 'acme',
+      projectId: 'checkout',
+      bytes: seed.bytes,
+      createdBy: 'test',
+    });
+    const command: AcceptedBuildTestCommand = {
+      checkpoint,
+      operationId: 'op-cp-1',
+      selectionHash: 'b'.repeat(64),
+      version: 2,
+      command: { executable: '/usr/bin/npm', args: ['run', 'build'] },
+      options: { workingDirectory: '.', environment: {}, timeoutSeconds: 900, outputs: ['dist/app.js'] },
+      workspaceInput: {
+        workspaceId: 'ws-1',
+        workspaceIncarnationId: 'inc-1',
+        baseSha: seed.baseSha,
+        branchName: 'main',
+        seed: { sha256: registered.sha256, length: registered.length },
+      },
+    };
+    expect(await registerAcceptedCommand(h.db, command, 'test')).toBe('created');
+  }
+
+  afterEach(async () => {
+    await h.close();
+    await pg.drop();
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  const commands = () => `${s.base}/sandbox/build-test/commands`;
+
+  async function create() {
+    const prepared = await h.request(
+      'GET',
+      `${s.base}/sandbox/build-test/binding-preparation?sessionId=s&executionProfileReference=p`,
+      { token: s.token },
+    );
+    const { binding } = await json<{ binding: Record<string, unknown> }>(prepared);
+    const res = await h.request('POST', commands(), {
+      token: s.token,
+      body: { checkpoint, expectedBinding: binding },
+    });
+    expect(res.status).toBe(202);
+    return binding;
+  }
+
+  const read = async () =>
+    (
+      await json<{ operation: Operation }>(
+        await h.request('GET', `${commands()}/op-cp-1`, { token: s.token }),
+      )
+    ).operation;
+
+  const commandPods = async () =>
+    Number(
+      (
+        await h.db.query<{ n: string }>(
+          `SELECT count(*) AS n FROM simulated_build_test_pods WHERE operation_id = 'op-cp-1' AND role = 'command'`,
+        )
+      ).rows[0]?.n,
+    );
+
+  describe('a collector receipt for another Pod UID', () => {
+    beforeEach(() =>
+      start({
+        runner: (r) => ({
+          startCommand: (...a) => r.startCommand(...a),
+          observeCommand: (...a) => r.observeCommand(...a),
+          startCollector: (...a) => r.startCollector(...a),
+          async observeCollector(...a) {
+            const seen = await r.observeCollector(...a);
+            return seen.state === 'sealed'
+              ? { ...seen, receipt: { ...seen.receipt, podUid: 'someone-else' } }
+              : seen;
+          },
+          readCapture: (...a) => r.readCapture(...a),
+          deletePods: (...a) => r.deletePods(...a),
+        }),
+      }),
+    );
+
+    it('fails the operation with invalid-receipt, and there is no capture to read', async () => {
+      await create();
+      const failed = await eventually('the operation to fail', async () => {
+        const op = await read();
+        return op.state === 'Failed' ? op : undefined;
+      });
+      expect(failed.error).toMatchObject({ code: 'invalid-receipt' });
+      const capture = await h.request('GET', `${commands()}/op-cp-1/workspace-capture`, { token: s.token });
+      expect(capture.status).toBe(409);
+    });
+  });
+
+  describe('a command Core no longer accepts', () => {
+    beforeEach(() =>
+      start({
+        core: (c) => ({
+          acceptedCommand: async (actor, ref, signal) => {
+            const command = await c.acceptedCommand(actor, ref, signal);
+            // The worker asks as sandlot-worker: it sees another command than the one reserved.
+            return command === null || actor.subject !== 'sandlot-worker'
+              ? command
+              : { ...command, command: { ...command.command, args: ['run', 'other'] } };
+          },
+          workspaceSeed: (...a) => c.workspaceSeed(...a),
+          verifyAcknowledgment: (...a) => c.verifyAcknowledgment(...a),
+        }),
+      }),
+    );
+
+    it('fails before any Pod starts', async () => {
+      await create();
+      const failed = await eventually('the operation to fail', async () => {
+        const op = await read();
+        return op.state === 'Failed' ? op : undefined;
+      });
+      expect(failed.error).toMatchObject({ code: 'build-test-command-changed' });
+      expect(await commandPods()).toBe(0);
+    });
+  });
+
+  describe('Core unreachable during a step', () => {
+    let down = true;
+    beforeEach(() => {
+      down = true;
+      return start({
+        core: (c) => ({
+          acceptedCommand: (...a) => c.acceptedCommand(...a),
+          workspaceSeed: async (...a) => {
+            if (down) throw new CoreUnavailableError('unreachable', 'connection refused');
+            return c.workspaceSeed(...a);
+          },
+          verifyAcknowledgment: (...a) => c.verifyAcknowledgment(...a),
+        }),
+      });
+    });
+
+    it('leaves the operation uncertain; once Core answers, the same operation finishes with one Pod', async () => {
+      const binding = await create();
+      await eventually('the step to be uncertain', async () => {
+        const op = await read();
+        return op.state === 'ReconciliationRequired' ? op : undefined;
+      });
+      expect(await commandPods()).toBe(0);
+      down = false;
+      const reconciled = await h.request('POST', `${commands()}/op-cp-1/reconcile`, {
+        token: s.token,
+        body: { checkpoint, expectedBinding: binding },
+      });
+      expect([200, 202]).toContain(reconciled.status);
+      await eventually('the operation to succeed', async () => {
+        const op = await read();
+        return op.state === 'Succeeded' && op.step === null ? op : undefined;
+      });
+      expect(await commandPods()).toBe(1);
+    });
+  });
+});
