@@ -7,6 +7,7 @@ const allTests = ['test/**/*.test.ts', 'providers/**/*.test.ts'];
 const unitTests = [
   'test/unit/**/*.test.ts',
   'test/fakes/kube-api/parsers.test.ts',
+  'providers/agent-sandbox/build-test-pods.test.ts',
   'providers/agent-sandbox/builders.test.ts',
   'providers/agent-sandbox/kube-errors.test.ts',
   'providers/agent-sandbox/names.test.ts',

@@ -189,6 +189,8 @@ async function reserveLease(
     failure: first?.failure ?? null,
     requestedBy: event.requestedBy,
     expiresAt: lease.expiresAt === null ? null : new Date(lease.expiresAt),
+    // Kept for the lease's life: BuildTest on this lease runs under it (actors/build-test/lease-profile.ts).
+    buildTestProfile: event.buildTestProfile ?? null,
     revision: row.revision,
   });
   const attached = await attachVolume(tx, {

@@ -18,6 +18,7 @@ import {
   readLeaseByOperation,
   type LeaseRow,
 } from '../store/leases.ts';
+import { profileRecordOf, type BuildTestProfileRef } from './build-test/lease-profile.ts';
 import { claimCleanup, claimTtlMs, cleanupView, nextClaimable, type CleanupView } from './cleanups.ts';
 import { operationIdOf, ownerHashOf } from './environment-id.ts';
 import {
@@ -80,6 +81,8 @@ export interface SandboxDeps {
   changes?: EnvironmentChanges;
   /** How often a long-poll inspection of an Active lease that is not ready looks again (250 ms). */
   activeRecheckMs?: number;
+  /** The AcceptedBuildTestProfile in effect: a new lease records it and keeps it (unset: none). */
+  buildTest?: { profile: BuildTestProfileRef };
 }
 
 type ProvisionEvent = Extract<EnvironmentEvent, { type: 'sandbox.provision' }>;
@@ -184,6 +187,8 @@ export class SandboxService {
           this.deps.leaseTtlMs === undefined
             ? null
             : new Date(Date.now() + this.deps.leaseTtlMs).toISOString(),
+        // Written with the lease row in this transition's transaction: the profile this lease accepted.
+        buildTestProfile: profileRecordOf(this.deps.buildTest?.profile),
       },
       guard.commit(address.runId),
     );

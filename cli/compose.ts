@@ -5,15 +5,18 @@ import { environmentDefinition } from '../actors/environment-definition.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../actors/services.ts';
 import { EmbeddedAgentHost, UnreachableAgentHost } from '../actors/agenthost-embedded.ts';
 import { EmbeddedCore } from '../actors/build-test/core-embedded.ts';
-import type { BuildTestOffer } from '../actors/build-test/service.ts';
+import { coreActorOf, type BuildTestOffer } from '../actors/build-test/service.ts';
 import type { BuildTestWorkerDeps } from '../workers/build-test-step.ts';
 import type {
   AgentHost,
+  CoreActor,
   NetworkPolicyVerifier,
   ProjectsAuthority,
   RunSelectionSource,
   WorkspaceStorage,
 } from '../actors/ports.ts';
+import { buildTestRunnerOffered } from '../config/build-test-profile.ts';
+import { coreTokenExpiry } from '../config/core-token.ts';
 import type { Config } from '../config/types.ts';
 import { createApp } from '../http/app.ts';
 import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
@@ -23,6 +26,7 @@ import { HttpCore } from '../http/clients/core-client.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
 import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
+import { createAgentSandboxBuildTestRunner } from '../providers/agent-sandbox/build-test-runner.ts';
 import { createMetrics, type SandlotMetrics } from '../lib/metrics.ts';
 import { startMetricsServer, type MetricsServer } from '../lib/metrics-server.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
@@ -140,7 +144,7 @@ export async function composeSandlot(
     const runtime = createEnvironmentRuntime(db);
     if (metrics !== undefined) runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
     const { networkPolicies, workspaceStorage } = chosen;
-    const buildTestOffer = buildTestFor(config, db);
+    const buildTestOffer = buildTestFor(config, db, options.env ?? process.env);
     const workerDeps = {
       db,
       runtime,
@@ -149,7 +153,7 @@ export async function composeSandlot(
       networkPolicies,
       ...ports,
       ...measured,
-      ...buildTestWorkerFor(buildTestOffer.buildTest),
+      ...buildTestWorkerFor(buildTestOffer.buildTest, config),
     };
     const runner = attemptRunner(runnerDeps(workerDeps, config.workers.callTimeoutMs));
     const services = createServices({
@@ -246,46 +250,69 @@ function queueJobsOf(inspection: QueueInspection | null, workers: WorkerHost | n
 /**
  * BuildTest is offered only with an AcceptedBuildTestProfile, and then asks Core: the HTTP adapter at
  * the configured SANDLOT_CORE_URL in production (required there with a profile), the embedded
- * stand-in's tables in embedded mode. Without a profile no Core is composed at all.
+ * stand-in's tables in embedded mode. Without a profile no Core is composed at all. The runner is
+ * the provider's own command and collector Pods (buildTestRunnerOffered): the simulated provider's
+ * rows, or Agent Sandbox's Pods in the adapter's namespace through the same Kubernetes settings.
  */
-function buildTestFor(config: Config, db: Database): { buildTest?: BuildTestOffer } {
+export function buildTestFor(
+  config: Config,
+  db: Database,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): { buildTest?: BuildTestOffer } {
   const loaded = config.buildTestProfile;
   if (loaded === undefined) return {};
   const profile = { ...loaded.profile, hash: loaded.hash };
+  const runner = !buildTestRunnerOffered(config.provider.id)
+    ? undefined
+    : config.provider.id === 'agent-sandbox'
+      ? createAgentSandboxBuildTestRunner(env)
+      : new SimulatedBuildTestRunner({ db });
+  const withRunner = runner === undefined ? {} : { runner };
   if (config.mode === 'embedded') {
-    // The simulated provider's command and collector Pods; other providers cannot run them yet.
-    const runner = config.provider.id === 'simulated' ? new SimulatedBuildTestRunner({ db }) : undefined;
-    return {
-      buildTest: { profile, core: new EmbeddedCore(db), ...(runner === undefined ? {} : { runner }) },
-    };
+    return { buildTest: { profile, core: new EmbeddedCore(db), ...withRunner } };
   }
   if (config.coreUrl === undefined)
     throw new Error('SANDLOT_CORE_URL is required in production mode with a BuildTest profile');
-  // No runner in production yet: a worker would need a Core credential of its own to fetch a seed
-  // (it keeps no caller's bearer), and Agent Sandbox's command Pods are still to come.
-  return { buildTest: { profile, core: new HttpCore({ baseUrl: config.coreUrl }) } };
+  // Start-up refused a production runner without a Core credential for its workers; this is the
+  // same rule, for a Config built some other way.
+  if (runner !== undefined && config.coreToken === undefined)
+    throw new Error('SANDLOT_CORE_TOKEN_FILE is required in production mode with a BuildTest runner');
+  return { buildTest: { profile, core: new HttpCore({ baseUrl: config.coreUrl }), ...withRunner } };
 }
 
+/** Who a worker is to Core: not a caller, so no caller's subject. */
+const WORKER_SUBJECT = 'sandlot-worker';
+
 /**
- * The worker side of an offer with a runner: the same runner, Core and profile. In embedded mode
- * the stand-in Core authorizes by tenant, so a worker asks it as `sandlot-worker` of that tenant.
+ * The worker side of an offer with a runner: the same runner and Core. A worker keeps no caller's
+ * bearer, so it asks Core as itself. In embedded mode the stand-in Core authorizes by tenant and
+ * needs no bearer; in production the worker presents Environment's own token
+ * (SANDLOT_CORE_TOKEN_FILE), read again whenever the file changed, expiring at its JWT `exp` (or in
+ * five minutes if it is not a JWT). The CoreActor is made by coreActorOf, so it prints and
+ * serializes without the token.
  */
-function buildTestWorkerFor(offer: BuildTestOffer | undefined): { buildTest?: BuildTestWorkerDeps } {
+export function buildTestWorkerFor(
+  offer: BuildTestOffer | undefined,
+  config: Pick<Config, 'mode' | 'coreToken'>,
+): { buildTest?: BuildTestWorkerDeps } {
   if (offer?.runner === undefined) return {};
-  const { runner, core, profile } = offer;
-  return {
-    buildTest: {
-      runner,
-      core,
-      profile,
-      workerActor: (tenantId) => ({
-        tenantId,
-        subject: 'sandlot-worker',
-        bearer: '',
-        expiresAt: new Date(Date.now() + 60_000),
-      }),
-    },
+  const { runner, core } = offer;
+  const { coreToken } = config;
+  const workerActor = (tenantId: string): CoreActor => {
+    const caller = { tenantId, subject: WORKER_SUBJECT };
+    const now = new Date();
+    if (config.mode === 'embedded' || coreToken === undefined) {
+      return coreActorOf({
+        caller,
+        bearer: { expiresAt: new Date(now.getTime() + 60_000), reveal: () => '' },
+      });
+    }
+    // One read per actor: the token and its expiry belong together.
+    const token = coreToken.read();
+    return coreActorOf({ caller, bearer: { expiresAt: coreTokenExpiry(token, now), reveal: () => token } });
   };
+  // No profile: a step runs under the profile its lease recorded when it was reserved.
+  return { buildTest: { runner, core, workerActor } };
 }
 
 /**

@@ -159,3 +159,13 @@ export const buildTestProfileFile = z.string().transform((path, ctx): LoadedBuil
 export function buildTestAvailable(config: { buildTestProfile?: LoadedBuildTestProfile }): boolean {
   return config.buildTestProfile !== undefined;
 }
+
+/**
+ * Whether the configured provider's workers run BuildTest's command and collector Pods: the
+ * simulated provider's and Agent Sandbox's. Start-up requires SANDLOT_CORE_TOKEN_FILE in production
+ * exactly when this holds, and cli/compose.ts offers a runner exactly then, so the two cannot
+ * disagree.
+ */
+export function buildTestRunnerOffered(providerId: string): boolean {
+  return providerId === 'simulated' || providerId === 'agent-sandbox';
+}

@@ -6,7 +6,8 @@ import { parseFaultPlan } from '../providers/simulated/fault-plan.ts';
 import { z } from 'zod';
 import { JWT_ALGORITHMS, LOG_LEVELS, PROVIDERS, type Config, type JwtAlgorithm } from './types.ts';
 import { agentHostCaFile, agentHostConfigFile } from './agenthost.ts';
-import { buildTestProfileFile } from './build-test-profile.ts';
+import { buildTestProfileFile, buildTestRunnerOffered } from './build-test-profile.ts';
+import { coreTokenFile, coreTokenFileProblem } from './core-token.ts';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const BOOLEANS = new Map([
@@ -140,6 +141,8 @@ const envObject = z.object({
   SANDLOT_BUILDTEST_PROFILE_FILE: buildTestProfileFile.optional(),
   // Validated only in production, and required there with a BuildTest profile (below).
   SANDLOT_CORE_URL: z.string().optional(),
+  // The path of Environment's own Core bearer for workers; read and checked in production only (below).
+  SANDLOT_CORE_TOKEN_FILE: z.string().optional(),
   // Prometheus /metrics on its own listener; unset: no listener (0: any free port, for tests).
   SANDLOT_METRICS_PORT: z
     .string()
@@ -173,6 +176,24 @@ function requireProductionServices(env: Env, ctx: z.RefinementCtx<Env>): void {
       path: ['SANDLOT_CORE_URL'],
       message: 'required in production when SANDLOT_BUILDTEST_PROFILE_FILE is set',
     });
+  }
+  // A worker that runs BuildTest steps asks Core with no caller behind it: it needs a bearer of its own.
+  const tokenFile = env.SANDLOT_CORE_TOKEN_FILE;
+  if (
+    env.SANDLOT_BUILDTEST_PROFILE_FILE !== undefined &&
+    buildTestRunnerOffered(env.SANDLOT_PROVIDER) &&
+    tokenFile === undefined
+  ) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SANDLOT_CORE_TOKEN_FILE'],
+      message: `required in production when SANDLOT_BUILDTEST_PROFILE_FILE is set and the ${env.SANDLOT_PROVIDER} provider runs BuildTest steps`,
+    });
+  }
+  // The message names the path; the variable's value is never shown (its name says TOKEN).
+  const tokenProblem = tokenFile === undefined ? undefined : coreTokenFileProblem(tokenFile);
+  if (tokenProblem !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['SANDLOT_CORE_TOKEN_FILE'], message: tokenProblem });
   }
   const core = env.SANDLOT_CORE_URL === undefined ? undefined : parseUrl(env.SANDLOT_CORE_URL);
   // It receives actors' bearers: https, or plain http on loopback only; never credentials in it.
@@ -236,6 +257,10 @@ function toConfig(env: Env): Config {
       ? {}
       : { buildTestProfile: env.SANDLOT_BUILDTEST_PROFILE_FILE }),
     ...(production && env.SANDLOT_CORE_URL !== undefined ? { coreUrl: env.SANDLOT_CORE_URL } : {}),
+    // Checked above; read again on each use (a rotated token is picked up without a restart).
+    ...(production && env.SANDLOT_CORE_TOKEN_FILE !== undefined
+      ? { coreToken: coreTokenFile(env.SANDLOT_CORE_TOKEN_FILE) }
+      : {}),
     ...(env.SANDLOT_METRICS_PORT === undefined
       ? {}
       : { metrics: { host: env.SANDLOT_METRICS_HOST, port: env.SANDLOT_METRICS_PORT } }),

@@ -1,6 +1,7 @@
 import type { FaultPlan } from '../providers/simulated/fault-plan.ts';
 import type { AgentHostConfiguration } from './agenthost.ts';
 import type { LoadedBuildTestProfile } from './build-test-profile.ts';
+import type { CoreTokenSource } from './core-token.ts';
 // Sandlot's configuration after validation. Every field is resolved (defaults applied); optional
 // keys are absent, never undefined, so spreading a Config never overwrites with undefined.
 
@@ -51,6 +52,8 @@ export interface Config {
   buildTestProfile?: LoadedBuildTestProfile;
   /** Core's BuildTest base URL; production only (embedded mode stands in for Core itself). */
   coreUrl?: string;
+  /** Environment's own Core bearer, for workers (SANDLOT_CORE_TOKEN_FILE); production only. */
+  coreToken?: CoreTokenSource;
   simulated: { seed: number; faults?: FaultPlan };
   /** Where GET /metrics listens, apart from the API (SANDLOT_METRICS_PORT; unset: no listener). */
   metrics?: { host: string; port: number };

@@ -74,6 +74,12 @@ export const provisionEventSchema = z.strictObject({
   requestedBy: z.string(),
   /** When the lease expires (null: it does not). Expiry fences it; it never releases it. */
   expiresAt: instantSchema.nullable(),
+  /**
+   * The AcceptedBuildTestProfile in effect at reservation (its document), which the lease keeps for
+   * its life; null or absent (events from before it was recorded): none. The machine never reads
+   * it: like the provider identity and options, it is data for the lease row's writer.
+   */
+  buildTestProfile: json.nullable().optional(),
 });
 
 const leaseFences = {

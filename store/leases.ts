@@ -34,6 +34,11 @@ export interface LeaseRow {
   } | null;
   releaseReceipt: Record<string, unknown> | null;
   failure: { code: string; message: string } | null;
+  /**
+   * The AcceptedBuildTestProfile document in effect when the lease was reserved (without its hash),
+   * kept for the lease's life; null when none was configured (migration 0015).
+   */
+  buildTestProfile: Record<string, unknown> | null;
   revision: number;
   createdAt: Date;
   updatedAt: Date;
@@ -45,10 +50,14 @@ const columns = `environment_id AS "environmentId", resource_generation AS "reso
   run_selection AS "runSelection", provider_identity AS "providerIdentity", provider_options AS "providerOptions",
   recovery_request AS "recoveryRequest", requested_by AS "requestedBy", expires_at AS "expiresAt",
   expired_at AS "expiredAt", workspace, network_policy_generation AS "networkPolicyGeneration",
-  resource, release_receipt AS "releaseReceipt", failure, revision::int AS revision,
+  resource, release_receipt AS "releaseReceipt", failure, build_test_profile AS "buildTestProfile",
+  revision::int AS revision,
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
-export type NewLease = Omit<LeaseRow, 'createdAt' | 'updatedAt' | 'expiredAt'>;
+export type NewLease = Omit<LeaseRow, 'createdAt' | 'updatedAt' | 'expiredAt' | 'buildTestProfile'> & {
+  /** Absent or null: no BuildTest profile was configured when the lease was reserved. */
+  buildTestProfile?: Record<string, unknown> | null;
+};
 
 const jsonOrNull = (value: unknown) => (value === null ? null : JSON.stringify(value));
 
@@ -58,8 +67,8 @@ export async function insertLease(tx: Queryable, lease: NewLease): Promise<void>
     `INSERT INTO sandbox_leases (environment_id, resource_generation, operation_id, lifecycle_generation,
        provider_fence, current_fencing_generation, state, idempotency_key, run_selection, provider_identity,
        provider_options, recovery_request, workspace, network_policy_generation, revision,
-       resource, release_receipt, failure, requested_by, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+       resource, release_receipt, failure, requested_by, expires_at, build_test_profile)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
     [
       lease.environmentId,
       lease.resourceGeneration,
@@ -81,6 +90,7 @@ export async function insertLease(tx: Queryable, lease: NewLease): Promise<void>
       jsonOrNull(lease.failure),
       lease.requestedBy,
       lease.expiresAt,
+      jsonOrNull(lease.buildTestProfile ?? null),
     ],
   );
 }

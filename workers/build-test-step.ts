@@ -5,6 +5,10 @@
 // again after the transfer) and handed to the provider, never stored. The step then watches its Pod
 // until it is done or the call's deadline is near: a command still running is `running`, and a
 // later reconcile looks again (the same Pod: a start is idempotent per operation).
+//
+// Every step runs under the AcceptedBuildTestProfile its lease recorded when it was reserved (read
+// from the lease row the operation names), never under this worker's own: a profile file changed
+// since then affects new leases only.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { acceptedCommandHash, acceptedCommandSchema } from '../actors/build-test/accepted-command.ts';
 import type { AttemptOutcome } from '../actors/attempts.ts';
@@ -13,6 +17,8 @@ import {
   CoreCommandChangedError,
   CoreDeniedError,
 } from '../actors/build-test/core-errors.ts';
+import { BuildTestRefusedError } from '../actors/build-test/errors.ts';
+import { leaseProfileOf, type BuildTestProfileRef } from '../actors/build-test/lease-profile.ts';
 import type { Core, CoreActor } from '../actors/ports.ts';
 import type { AttemptRequest } from '../machines/environment-effects.ts';
 import type {
@@ -27,12 +33,11 @@ import type {
 import type { CallOptions, OwnerBinding } from '../providers/provider.ts';
 import { readBuildTestOperationById, type BuildTestOperationRow } from '../store/build-test-operations.ts';
 import type { Queryable } from '../store/db.ts';
+import { readLeaseByOperation } from '../store/leases.ts';
 
 export interface BuildTestWorkerDeps {
   runner: BuildTestRunner;
   core: Core;
-  /** The AcceptedBuildTestProfile of this process; an operation reserved under another is refused. */
-  profile: BuildTestProfileSnapshot;
   /** Whom Core is asked for when a worker acts for an operation (no caller's bearer is kept). */
   workerActor(tenantId: string): CoreActor;
   /** Pause between looks at a running Pod (default 200 ms). */
@@ -97,6 +102,8 @@ export async function runBuildTestStep(
     if (error instanceof CoreCommandChangedError) return failed('build-test-command-changed', error.message);
     if (error instanceof CoreDeniedError || error instanceof CoreAnswerRefusedError)
       return failed(error.code, error.message);
+    // A lease whose recorded profile is not a profile's shape: no Pod may run under it.
+    if (error instanceof BuildTestRefusedError) return failed(error.code, error.message);
     throw error;
   }
 }
@@ -126,16 +133,38 @@ async function runStep(
     networkPolicyGeneration: request.networkPolicyGeneration,
   };
   if (step.step === 'cleanup') return cleanup(deps, row, binding, placement, options);
-  if (row.profileHash !== deps.profile.hash) {
-    return failed(
-      'profile-changed',
-      'the operation was reserved under another AcceptedBuildTestProfile than this worker runs',
-    );
-  }
+  const profile = await leaseProfile(db, row);
+  if ('state' in profile) return profile;
   const command = await currentCommand(deps, row, options);
   if ('state' in command) return command;
-  if (step.step === 'command') return runCommand(deps, row, binding, placement, command, options);
-  return collect(deps, row, binding, placement, specOf(row), options);
+  if (step.step === 'command') return runCommand(deps, row, binding, placement, profile, command, options);
+  return collect(deps, row, binding, placement, profile, specOf(row), options);
+}
+
+/**
+ * The profile the operation's lease recorded. The operation was reserved under it, so its hash is
+ * the one the operation recorded; anything else (an operation reserved before leases kept their
+ * profile, say) is refused rather than run under a profile it was not checked against.
+ */
+async function leaseProfile(
+  db: Queryable,
+  row: BuildTestOperationRow,
+): Promise<BuildTestProfileRef | AttemptOutcome> {
+  const lease = await readLeaseByOperation(db, row.leaseOperationId);
+  const profile = lease === null ? null : leaseProfileOf(lease);
+  if (profile === null) {
+    return failed(
+      'build-test-lease-without-profile',
+      "the operation's lease recorded no AcceptedBuildTestProfile",
+    );
+  }
+  if (profile.hash !== row.profileHash) {
+    return failed(
+      'profile-mismatch',
+      "the operation was reserved under another AcceptedBuildTestProfile than its lease's",
+    );
+  }
+  return profile;
 }
 
 /** Core's accepted command now, which must be exactly the one reserved (else the step fails). */
@@ -161,13 +190,14 @@ async function runCommand(
   row: BuildTestOperationRow,
   binding: BuildTestBinding,
   placement: BuildTestPlacement,
+  profile: BuildTestProfileSnapshot,
   command: ReturnType<typeof acceptedCommandSchema.parse>,
   options: CallOptions,
 ): Promise<AttemptOutcome> {
   const actor = deps.workerActor(binding.checkpoint.tenantId);
   const seed = command.version === 2 ? await deps.core.workspaceSeed(actor, command, options.signal) : null;
   const pod = await deps.runner.startCommand(
-    { binding, placement, profile: deps.profile, command: specOf(row), seed },
+    { binding, placement, profile, command: specOf(row), seed },
     options,
   );
   for (;;) {
@@ -201,6 +231,7 @@ async function collect(
   row: BuildTestOperationRow,
   binding: BuildTestBinding,
   placement: BuildTestPlacement,
+  profile: BuildTestProfileSnapshot,
   command: AcceptedCommandSpec,
   options: CallOptions,
 ): Promise<AttemptOutcome> {
@@ -211,7 +242,7 @@ async function collect(
     {
       binding,
       placement,
-      profile: deps.profile,
+      profile,
       command,
       commandPod,
       preparation: row.preparation as never,

@@ -6,12 +6,16 @@
 // authority and reserved, with its request fingerprint, by one transition of the Environment
 // before any provider effect (machines/environment-commands.ts).
 //
+// The profile a command is checked against, and recorded under, is the one its lease accepted when
+// it was reserved (lease-profile.ts), not this process's: a changed profile file affects new leases
+// only. The process's profile decides only whether BuildTest is offered at all.
+//
 // The caller's bearer reaches this layer only as a BearerCredential (never a plain string in a
 // field a log could print), and becomes a CoreActor only for a Core call (coreActorOf).
 import { createHash } from 'node:crypto';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
-import type { BuildTestProfileSnapshot, BuildTestRunner } from '../../providers/build-test.ts';
+import type { BuildTestRunner } from '../../providers/build-test.ts';
 import { readBuildTestOperation, type BuildTestOperationRow } from '../../store/build-test-operations.ts';
 import type { Queryable } from '../../store/db.ts';
 import { readCurrentLease, readLeaseByOperation, type LeaseRow } from '../../store/leases.ts';
@@ -35,18 +39,15 @@ import {
   BuildTestRefusedError,
   BuildTestUnavailableError,
 } from './errors.ts';
+import { leaseProfileOf, type BuildTestProfileRef } from './lease-profile.ts';
 import { operationView, type BuildTestOperationResult } from './operation-view.ts';
 
 export { BuildTestNotImplementedError, BuildTestUnavailableError };
-
-/** The AcceptedBuildTestProfile as this layer uses it: what runs, and what a command may name. */
-export interface BuildTestProfileRef extends BuildTestProfileSnapshot {
-  readonly executables: readonly string[];
-  readonly versions: readonly ('v1' | 'v2')[];
-}
+export type { BuildTestProfileRef };
 
 /** BuildTest is offered only with both: the accepted profile and the Core it asks. */
 export interface BuildTestOffer {
+  /** The profile in effect now: new leases record it (actors/sandbox.ts); each keeps its own. */
   profile: BuildTestProfileRef;
   core: Core;
   /** The provider's command and collector Pods (absent: this provider cannot run them yet, 501). */
@@ -149,6 +150,21 @@ function bindingOfLease(lease: LeaseRow): ExpectedSandboxBinding | null {
 
 const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
 
+/**
+ * The AcceptedBuildTestProfile the lease recorded when it was reserved. A lease reserved while no
+ * profile was configured (or before leases recorded one) never runs BuildTest: 409.
+ */
+function profileOfLease(lease: LeaseRow): BuildTestProfileRef {
+  const profile = leaseProfileOf(lease);
+  if (profile === null) {
+    throw new BuildTestRefusedError(
+      'build-test-lease-without-profile',
+      'this lease was reserved without an AcceptedBuildTestProfile; provision a new lease to run BuildTest',
+    );
+  }
+  return profile;
+}
+
 export class BuildTestService {
   constructor(private readonly deps: BuildTestDeps) {}
 
@@ -163,18 +179,20 @@ export class BuildTestService {
     address: EnvironmentAddress,
     query: BindingPreparationQuery,
   ): Promise<BindingPreparation> {
-    const { guard, offer } = await this.#open(actor, address);
+    const { guard } = await this.#open(actor, address);
     const lease = await readCurrentLease(this.deps.db, address.environmentId);
     await guard.check();
     const binding = lease?.state === 'Active' ? bindingOfLease(lease) : null;
     if (lease === null || binding === null) {
       throw new BuildTestRefusedError('build-test-no-active-lease', 'the Environment has no Active lease');
     }
+    // What a command on this lease is checked against: the profile the lease accepted.
+    const profile = profileOfLease(lease);
     return {
       sessionId: query.sessionId,
       executionProfileReference: query.executionProfileReference,
-      profileHash: offer.profile.hash,
-      versions: offer.profile.versions,
+      profileHash: profile.hash,
+      versions: profile.versions,
       binding,
     };
   }
@@ -187,8 +205,13 @@ export class BuildTestService {
   ): Promise<BuildTestOperationResult> {
     const { guard, offer } = await this.#open(actor, address);
     this.#checkpointOfAddress(actor, address, request.checkpoint);
+    // The lease the caller names keeps the profile it accepted; the reserving transaction below
+    // checks that this lease is still the current Active one, exactly as expected, so the profile
+    // read here is the profile of the lease the command is reserved on (a lease row's profile is
+    // written once, with the row). A replay names its original lease, whatever is current now.
+    const profile = await this.#namedLeaseProfile(address, request.expectedBinding);
     const command = await this.#accepted(actor, offer, request.checkpoint);
-    this.#admitted(offer, command);
+    this.#admitted(profile, command);
     // Version 2: the seed is transferred and checked now (digest, length, Core's metadata read
     // again after it), before anything is reserved; its bytes are not kept.
     if (command.version === 2) await offer.core.workspaceSeed(coreActorOf(actor), command, this.#signal());
@@ -203,11 +226,11 @@ export class BuildTestService {
           checkpoint: request.checkpoint,
           expectedBinding: request.expectedBinding,
           acceptedCommandHash: acceptedCommandHash(command),
-          profileHash: offer.profile.hash,
+          profileHash: profile.hash,
         }),
       ),
       expectedBinding: request.expectedBinding as unknown as Record<string, unknown>,
-      profileHash: offer.profile.hash,
+      profileHash: profile.hash,
     };
     const { value } = await this.deps.runtime.step(
       address.environmentId,
@@ -507,15 +530,30 @@ export class BuildTestService {
     }
   }
 
-  /** The profile admits the command: its executable and its version. */
-  #admitted(offer: BuildTestOffer, command: AcceptedBuildTestCommand) {
-    if (!offer.profile.executables.includes(command.command.executable)) {
+  /** The profile the lease named by `expected` accepted (refused if there is no such lease here). */
+  async #namedLeaseProfile(
+    address: EnvironmentAddress,
+    expected: ExpectedSandboxBinding,
+  ): Promise<BuildTestProfileRef> {
+    const lease = await readLeaseByOperation(this.deps.db, expected.leaseOperationId);
+    if (lease?.environmentId !== address.environmentId) {
+      throw new BuildTestRefusedError(
+        'build-test-binding-mismatch',
+        'the expected binding names no lease of this Environment',
+      );
+    }
+    return profileOfLease(lease);
+  }
+
+  /** The lease's profile admits the command: its executable and its version. */
+  #admitted(profile: BuildTestProfileRef, command: AcceptedBuildTestCommand) {
+    if (!profile.executables.includes(command.command.executable)) {
       throw new BuildTestRefusedError(
         'build-test-command-not-admitted',
         'the accepted command names an executable the AcceptedBuildTestProfile does not allow',
       );
     }
-    if (!offer.profile.versions.includes(command.version === 2 ? 'v2' : 'v1')) {
+    if (!profile.versions.includes(command.version === 2 ? 'v2' : 'v1')) {
       throw new BuildTestRefusedError(
         'build-test-command-not-admitted',
         `the AcceptedBuildTestProfile does not run version ${command.version} commands`,

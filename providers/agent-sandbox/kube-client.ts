@@ -236,23 +236,37 @@ export class KubeClient {
     });
   }
 
-  private async request<T>(
+  private request<T>(
     verb: Verb,
     what: string,
     call: CallOptions,
     send: (options: ConfigurationOptions) => Promise<T>,
     contentType?: string,
   ): Promise<T> {
-    budget.check(call, `${verb} of ${what}`);
-    const signal = requestSignal(call);
-    try {
-      return await send(withSignal(signal, contentType));
-    } catch (error) {
-      // The request was cut by the caller or by the deadline: say which, not "transport".
-      if (call.signal.aborted) throw budget.cancelled(`${verb} of ${what}`, call.signal);
-      if (signal.aborted) throw budget.timedOut(`${verb} of ${what}`, call.deadline);
-      throw mapKubeError(error, verb, what);
-    }
+    return kubeRequest(verb, what, call, send, contentType);
+  }
+}
+
+/**
+ * One API request under the call's budget: the deadline and the caller's signal are attached to the
+ * fetch, and a failure says which cut it (cancelled, timed out) or what the API answered.
+ */
+export async function kubeRequest<T>(
+  verb: Verb,
+  what: string,
+  call: CallOptions,
+  send: (options: ConfigurationOptions) => Promise<T>,
+  contentType?: string,
+): Promise<T> {
+  budget.check(call, `${verb} of ${what}`);
+  const signal = requestSignal(call);
+  try {
+    return await send(withSignal(signal, contentType));
+  } catch (error) {
+    // The request was cut by the caller or by the deadline: say which, not "transport".
+    if (call.signal.aborted) throw budget.cancelled(`${verb} of ${what}`, call.signal);
+    if (signal.aborted) throw budget.timedOut(`${verb} of ${what}`, call.deadline);
+    throw mapKubeError(error, verb, what);
   }
 }
 

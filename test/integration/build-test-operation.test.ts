@@ -2,7 +2,8 @@
 // simulated provider's command and collector Pods (a real Git bundle as the version 2 seed): the
 // caller names a checkpoint and the binding it expects; the command Core accepted runs once; the
 // capture is exactly the sealed document; the Core-verified acknowledgment is saved once, then the
-// exact Pods are deleted and the capture is gone (410).
+// exact Pods are deleted and the capture is gone (410). A lease keeps the AcceptedBuildTestProfile
+// it accepted: a process whose profile changed runs operations on an old lease under the old one.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,15 +13,16 @@ import {
   EmbeddedCore,
   registerAcceptedCommand,
   registerAdmission,
-  registerWorkspaceSeed,
 } from '../../actors/build-test/core-embedded.ts';
 import { parseDocument } from '../../formats/awscapt2/output-document.ts';
+import type { BuildTestRunner } from '../../providers/build-test.ts';
 import { SimulatedBuildTestRunner } from '../../providers/simulated/build-test-runner.ts';
 import { recordBuildTestStep, readBuildTestOperation } from '../../store/build-test-operations.ts';
 import { sha256 } from '../support/build-test-commands.ts';
-import { loadedProfile } from '../support/build-test-profile.ts';
+import { loadedProfile, profileDocument } from '../support/build-test-profile.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
 import { gitSeed, type GitSeed } from '../support/git-seed.ts';
+import { acceptVersion2 as acceptScenario } from '../support/build-test-scenario.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
 import { eventually } from '../support/sandbox-scenarios.ts';
@@ -29,11 +31,13 @@ import { startWorkers } from '../../workers/host.ts';
 
 const profile = loadedProfile();
 
-/** The workers' side of the offer: a worker asks the embedded Core as `sandlot-worker` of the tenant. */
-const workerSide = (runner: SimulatedBuildTestRunner, core: EmbeddedCore) => ({
+/**
+ * The workers' side of the offer: a worker asks the embedded Core as `sandlot-worker` of the tenant,
+ * and runs each step under the profile its lease recorded (so it is given none).
+ */
+const workerSide = (runner: BuildTestRunner, core: EmbeddedCore) => ({
   runner,
   core,
-  profile,
   pollMs: 50,
   workerActor: (tenantId: string) => ({
     tenantId,
@@ -115,31 +119,8 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     return (await json<{ binding: Record<string, unknown> }>(res)).binding;
   }
 
-  async function acceptVersion2(checkpointId: string, outputs: string[]): Promise<AcceptedBuildTestCommand> {
-    const registered = await registerWorkspaceSeed(h.db, {
-      tenantId: 'acme',
-      projectId: 'checkout',
-      bytes: seed.bytes,
-      createdBy: 'test',
-    });
-    const command: AcceptedBuildTestCommand = {
-      checkpoint: checkpoint(checkpointId),
-      operationId: `op-${checkpointId}`,
-      selectionHash: 'b'.repeat(64),
-      version: 2,
-      command: { executable: '/usr/bin/npm', args: ['run', 'build'] },
-      options: { workingDirectory: '.', environment: {}, timeoutSeconds: 900, outputs },
-      workspaceInput: {
-        workspaceId: 'ws-1',
-        workspaceIncarnationId: 'inc-1',
-        baseSha: seed.baseSha,
-        branchName: 'main',
-        seed: { sha256: registered.sha256, length: registered.length },
-      },
-    };
-    expect(await registerAcceptedCommand(h.db, command, 'test')).toBe('created');
-    return command;
-  }
+  const acceptVersion2 = (checkpointId: string, outputs: string[]) =>
+    acceptScenario(h.db, checkpoint(checkpointId), seed, outputs);
 
   async function acceptVersion1(checkpointId: string): Promise<AcceptedBuildTestCommand> {
     const command: AcceptedBuildTestCommand = {
@@ -415,5 +396,119 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     const after = await readBuildTestOperation(h.db, s.environmentId, 'op-cp-final');
     expect(after).toEqual(before);
     expect(after?.capture).toEqual(done.capture);
+  });
+  it('a lease keeps the profile it accepted: after the profile changes, its operations still run under it; a new lease gets the new one', async () => {
+    const leaseProfile = async (environmentId: string) =>
+      (
+        await h.db.query<{ profile: unknown }>(
+          `SELECT build_test_profile AS profile FROM sandbox_leases WHERE environment_id = $1`,
+          [environmentId],
+        )
+      ).rows.map((r) => r.profile);
+    // Lease 1 was reserved under profile A (npm and make; versions 1 and 2): it recorded all of it.
+    expect(await leaseProfile(s.environmentId)).toEqual([profileDocument()]);
+
+    // The profile file changes to B (make only, version 1 only) and the process restarts: new
+    // workers and API over the same database. They record which profile each Pod was started under.
+    const changed = loadedProfile(profileDocument(['/usr/bin/make'], ['v1']));
+    expect(changed.hash).not.toBe(profile.hash);
+    await h.workers?.close();
+    const startedUnder: string[] = [];
+    const recording: BuildTestRunner = {
+      startCommand: (request, options) => {
+        startedUnder.push(request.profile.hash);
+        return runner.startCommand(request, options);
+      },
+      observeCommand: (...a) => runner.observeCommand(...a),
+      startCollector: (request, options) => {
+        startedUnder.push(request.profile.hash);
+        return runner.startCollector(request, options);
+      },
+      observeCollector: (...a) => runner.observeCollector(...a),
+      readCapture: (...a) => runner.readCapture(...a),
+      deletePods: (...a) => runner.deletePods(...a),
+    };
+    const core = new EmbeddedCore(h.db);
+    const restarted = await buildHarness(h.db, {
+      migrated: true,
+      workers: { callTimeoutMs: 5_000 },
+      buildTest: {
+        offer: { profile: changed, core, runner: recording },
+        worker: workerSide(recording, core),
+      },
+    });
+    try {
+      const token = await restarted.token('acme', 'alice');
+      const prepare = async (base: string) => {
+        const res = await restarted.request(
+          'GET',
+          `${base}/sandbox/build-test/binding-preparation?sessionId=s&executionProfileReference=p`,
+          { token },
+        );
+        return { status: res.status, body: await json<Record<string, unknown>>(res) };
+      };
+      const createOn = async (base: string, checkpointId: string) =>
+        restarted.request('POST', `${base}/sandbox/build-test/commands`, {
+          token,
+          body: {
+            checkpoint: checkpoint(checkpointId),
+            expectedBinding: (await prepare(base)).body['binding'],
+          },
+        });
+      const settledOn = (base: string, operationId: string) =>
+        eventually(`operation ${operationId} settled`, async () => {
+          const res = await restarted.request('GET', `${base}/sandbox/build-test/commands/${operationId}`, {
+            token,
+          });
+          const { operation } = await json<{ operation: Operation & { profileHash: string } }>(res);
+          return operation.step === null && operation.state !== 'Running' ? operation : undefined;
+        });
+
+      // The old lease: binding preparation answers A, and a version 2 npm command (which B would
+      // refuse) is admitted, recorded under A's hash and run with A's images and limits.
+      expect((await prepare(s.base)).body).toMatchObject({
+        profileHash: profile.hash,
+        versions: ['v1', 'v2'],
+      });
+      await acceptVersion2('cp-old-lease', ['dist/app.js']);
+      expect((await createOn(s.base, 'cp-old-lease')).status).toBe(202);
+      const old = await settledOn(s.base, 'op-cp-old-lease');
+      expect(old).toMatchObject({ state: 'Succeeded', exitCode: 0, profileHash: profile.hash });
+      // The command Pod and the collector Pod (a repeated start answers the same Pod).
+      expect(startedUnder.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(startedUnder)).toEqual(new Set([profile.hash]));
+      const startsOnOldLease = startedUnder.length;
+
+      // A new lease (another Environment of the run, provisioned now) records B and runs under it.
+      const s2 = await setupScenario(restarted, { key: 'env-2' });
+      const provisioned = await restarted.request('POST', `${s2.base}/sandbox/provision`, {
+        token: s2.token,
+        body: provisionBody(s2),
+      });
+      expect(provisioned.status).toBe(202);
+      await waitForLease(restarted, s2, (l) => l['state'] === 'Active');
+      expect(await leaseProfile(s2.environmentId)).toEqual([profileDocument(['/usr/bin/make'], ['v1'])]);
+      expect((await prepare(s2.base)).body).toMatchObject({ profileHash: changed.hash, versions: ['v1'] });
+      await acceptVersion2('cp-new-lease-v2', []);
+      const refused = await createOn(s2.base, 'cp-new-lease-v2');
+      expect(refused.status).toBe(409);
+      expect(((await refused.json()) as { type: string }).type).toContain('build-test-command-not-admitted');
+      await acceptVersion1('cp-new-lease-v1');
+      expect((await createOn(s2.base, 'cp-new-lease-v1')).status).toBe(202);
+      const fresh = await settledOn(s2.base, 'op-cp-new-lease-v1');
+      expect(fresh).toMatchObject({ state: 'Succeeded', profileHash: changed.hash });
+      expect(startedUnder.length).toBeGreaterThanOrEqual(startsOnOldLease + 2);
+      expect(new Set(startedUnder.slice(startsOnOldLease))).toEqual(new Set([changed.hash]));
+
+      // A lease that recorded no profile (reserved while none was configured) runs no BuildTest.
+      await h.db.query(`UPDATE sandbox_leases SET build_test_profile = NULL WHERE environment_id = $1`, [
+        s.environmentId,
+      ]);
+      const without = await prepare(s.base);
+      expect(without.status).toBe(409);
+      expect(without.body['type']).toContain('build-test-lease-without-profile');
+    } finally {
+      await restarted.close();
+    }
   });
 });

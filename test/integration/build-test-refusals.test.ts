@@ -7,17 +7,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CoreUnavailableError } from '../../actors/build-test/core-errors.ts';
-import {
-  EmbeddedCore,
-  registerAcceptedCommand,
-  registerWorkspaceSeed,
-} from '../../actors/build-test/core-embedded.ts';
-import type { AcceptedBuildTestCommand, Core } from '../../actors/ports.ts';
+import { EmbeddedCore } from '../../actors/build-test/core-embedded.ts';
+import type { Core } from '../../actors/ports.ts';
 import type { BuildTestRunner } from '../../providers/build-test.ts';
 import { SimulatedBuildTestRunner } from '../../providers/simulated/build-test-runner.ts';
 import { loadedProfile } from '../support/build-test-profile.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
 import { gitSeed } from '../support/git-seed.ts';
+import { acceptVersion2 } from '../support/build-test-scenario.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
 import { eventually } from '../support/sandbox-scenarios.ts';
@@ -65,7 +62,6 @@ describe('BuildTest refusals in the worker', () => {
         worker: {
           runner,
           core,
-          profile,
           pollMs: 50,
           workerActor: (tenantId) => ({
             tenantId,
@@ -79,29 +75,7 @@ describe('BuildTest refusals in the worker', () => {
     s = await setupScenario(h);
     await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) });
     await waitForLease(h, s, (l) => l['state'] === 'Active');
-    const seed = await gitSeed({ 'README.md': '# app\n' });
-    const registered = await registerWorkspaceSeed(h.db, {
-      tenantId: 'acme',
-      projectId: 'checkout',
-      bytes: seed.bytes,
-      createdBy: 'test',
-    });
-    const command: AcceptedBuildTestCommand = {
-      checkpoint,
-      operationId: 'op-cp-1',
-      selectionHash: 'b'.repeat(64),
-      version: 2,
-      command: { executable: '/usr/bin/npm', args: ['run', 'build'] },
-      options: { workingDirectory: '.', environment: {}, timeoutSeconds: 900, outputs: ['dist/app.js'] },
-      workspaceInput: {
-        workspaceId: 'ws-1',
-        workspaceIncarnationId: 'inc-1',
-        baseSha: seed.baseSha,
-        branchName: 'main',
-        seed: { sha256: registered.sha256, length: registered.length },
-      },
-    };
-    expect(await registerAcceptedCommand(h.db, command, 'test')).toBe('created');
+    await acceptVersion2(h.db, checkpoint, await gitSeed({ 'README.md': '# app\n' }), ['dist/app.js']);
   }
 
   afterEach(async () => {

@@ -264,7 +264,13 @@ describe('late resources', () => {
       level: 'error',
       destination: { write: (line: string) => void failures.push(line) },
     });
-    const later = new Date(Date.now() + 60_000);
+    // Between the first sweep's due time and the second's: only sweep 1 is due, whichever
+    // reconciler reads after the other committed.
+    const { rows } = await h.db.query<{ terminalAt: Date }>(
+      `SELECT terminal_at AS "terminalAt" FROM sandbox_leases WHERE operation_id = $1`,
+      [operationId],
+    );
+    const later = new Date((rows[0]?.terminalAt.getTime() ?? Date.now()) + 1_500);
     const sweepOnce = (actor: string) =>
       reconcileOnce({ ...deps(), logger: watched, actor, now: () => later, lateSweepMs: 1_000 });
     const [a, b] = await Promise.all([sweepOnce('reconciler:a'), sweepOnce('reconciler:b')]);

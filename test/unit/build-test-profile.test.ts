@@ -164,11 +164,15 @@ describe('SANDLOT_BUILDTEST_PROFILE_FILE', () => {
 describe('SANDLOT_CORE_URL', () => {
   it('is required in production when a BuildTest profile is set', async () => {
     const path = await fileWith(JSON.stringify(PROFILE));
-    expect(problems({ ...PRODUCTION, SANDLOT_BUILDTEST_PROFILE_FILE: path })).toEqual([
+    // The workers' own Core credential is there, so the Core URL is the one problem
+    // (core-token-config.test.ts checks the credential).
+    const provider = { SANDLOT_CORE_TOKEN_FILE: await fileWith('worker-token') };
+    expect(problems({ ...PRODUCTION, ...provider, SANDLOT_BUILDTEST_PROFILE_FILE: path })).toEqual([
       'SANDLOT_CORE_URL: required in production when SANDLOT_BUILDTEST_PROFILE_FILE is set',
     ]);
     const config = loadConfig({
       ...PRODUCTION,
+      ...provider,
       SANDLOT_BUILDTEST_PROFILE_FILE: path,
       SANDLOT_CORE_URL: 'https://core.example/api',
     });

@@ -43,8 +43,8 @@ function refuse(socket: Duplex, code: number, body: unknown, headers: Record<str
   socket.end(`${lines.join('\r\n')}\r\n\r\n${text}`);
 }
 
-function containerNames(pod: KubeObject): string[] {
-  const containers = pod.spec?.['containers'];
+function containerNames(pod: KubeObject, key: 'containers' | 'initContainers' = 'containers'): string[] {
+  const containers = pod.spec?.[key];
   return Array.isArray(containers) ? (containers as { name: string }[]).map((c) => c.name) : [];
 }
 
@@ -62,7 +62,9 @@ function admit(deps: ExecDeps, req: IncomingMessage, url: URL, namespace: string
       `a container name must be specified for pod ${name}, choose one of: [${names.join(' ')}]`,
     );
   }
-  if (!names.includes(container)) throw badRequest(`container ${container} is not valid for pod ${name}`);
+  // An init container (a native sidecar such as BuildTest's `preparation`) may be exec'd into too.
+  if (!names.includes(container) && !containerNames(pod, 'initContainers').includes(container))
+    throw badRequest(`container ${container} is not valid for pod ${name}`);
   if (pod.status?.['phase'] !== 'Running' || pod.metadata.deletionTimestamp) {
     throw badRequest(`unable to upgrade connection: container not found ("${container}")`);
   }

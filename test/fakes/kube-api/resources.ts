@@ -71,6 +71,16 @@ export const RESOURCES: readonly ResourceType[] = [
     namespaced: false,
     statusSubresource: false,
   },
+  // Only stored and served (the BuildTest Pods' deny-all policies); nothing enforces it.
+  {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    plural: 'networkpolicies',
+    singular: 'networkpolicy',
+    kind: 'NetworkPolicy',
+    namespaced: true,
+    statusSubresource: false,
+  },
   {
     group: 'cilium.io',
     version: 'v2',
