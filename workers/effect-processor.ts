@@ -234,8 +234,9 @@ async function providerRefusal(
 }
 
 /**
- * A provision goes out only under a network policy generation verified now, not only when the
- * lease was reserved: a retry after reconciliation may come much later. Not verified: the attempt
+ * A provision (and a BuildTest command or collector Pod start) goes out only under a network
+ * policy generation verified now, not only when the lease was reserved: a retry after
+ * reconciliation may come much later. Not verified: the attempt
  * fails without calling the provider (nothing was created). The verifier cannot answer: the
  * outcome is unknown to the lease (reconciliation retries it), never a call made unchecked.
  */
@@ -243,8 +244,12 @@ async function networkPolicyRefusal(
   deps: EffectProcessorDeps,
   attempt: AttemptRow,
 ): Promise<AttemptOutcome | null> {
-  if (attempt.kind !== 'provision') return null;
-  const { networkPolicyGeneration } = attemptRequestSchema.parse(attempt.request);
+  const request = attemptRequestSchema.parse(attempt.request);
+  // A BuildTest command or collector Pod runs on the lease's Workspace under the lease's network
+  // policy generation (its own Pods are offline): that binding is checked again before each start.
+  const startsPod = attempt.kind === 'buildTest' && request.buildTest?.step !== 'cleanup';
+  if (attempt.kind !== 'provision' && !startsPod) return null;
+  const { networkPolicyGeneration } = request;
   let verdict;
   try {
     verdict = await deps.networkPolicies.verify(attempt.tenantId, attempt.projectId, networkPolicyGeneration);

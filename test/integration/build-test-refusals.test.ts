@@ -1,6 +1,7 @@
 // What a BuildTest worker refuses, in embedded mode over HTTP and real PostgreSQL: a collector
 // receipt bound to another Pod fails the operation (no capture); a command Core no longer accepts
-// fails it before any Pod starts; Core unreachable during a step leaves the operation uncertain
+// fails it before any Pod starts; so does a lease whose network policy generation is no longer
+// current; Core unreachable during a step leaves the operation uncertain
 // (ReconciliationRequired), and once Core answers again the same operation finishes with one Pod.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -86,13 +87,17 @@ describe('BuildTest refusals in the worker', () => {
 
   const commands = () => `${s.base}/sandbox/build-test/commands`;
 
-  async function create() {
+  async function currentBinding() {
     const prepared = await h.request(
       'GET',
       `${s.base}/sandbox/build-test/binding-preparation?sessionId=s&executionProfileReference=p`,
       { token: s.token },
     );
-    const { binding } = await json<{ binding: Record<string, unknown> }>(prepared);
+    return (await json<{ binding: Record<string, unknown> }>(prepared)).binding;
+  }
+
+  async function create() {
+    const binding = await currentBinding();
     const res = await h.request('POST', commands(), {
       token: s.token,
       body: { checkpoint, expectedBinding: binding },
@@ -172,6 +177,31 @@ describe('BuildTest refusals in the worker', () => {
         return op.state === 'Failed' ? op : undefined;
       });
       expect(failed.error).toMatchObject({ code: 'build-test-command-changed' });
+      expect(await commandPods()).toBe(0);
+    });
+  });
+
+  describe('a lease whose network policy generation is no longer current', () => {
+    beforeEach(() => start({}));
+
+    it('starts no Pod: the step fails network-policy-unverified', async () => {
+      const binding = await currentBinding();
+      const operator = await h.token('acme', 'ops', { operator: true });
+      const newer = await h.request('PUT', '/admin/tenants/acme/projects/checkout/network-policies/2', {
+        token: operator,
+        body: { policy: { egress: [] } },
+      });
+      expect([200, 201]).toContain(newer.status);
+      const created = await h.request('POST', commands(), {
+        token: s.token,
+        body: { checkpoint, expectedBinding: binding },
+      });
+      expect(created.status).toBe(202);
+      const failed = await eventually('the operation to fail', async () => {
+        const op = await read();
+        return op.state === 'Failed' ? op : undefined;
+      });
+      expect(failed.error).toMatchObject({ code: 'network-policy-unverified' });
       expect(await commandPods()).toBe(0);
     });
   });
