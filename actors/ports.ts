@@ -10,6 +10,7 @@ import type {
   BuildTestCheckpointRef,
   JournalAcknowledgment,
 } from './build-test/accepted-command.ts';
+import type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
 
 export type { AcceptedBuildTestCommand, BuildTestCheckpointRef, JournalAcknowledgment };
 
@@ -111,6 +112,29 @@ export type AgentHostReadiness =
       configuredAt: string;
     };
 
+/**
+ * The exact binding a Workspace call names: the lease (as `AgentHostTarget`), its Pod, the Workspace
+ * volume and data generation it holds, and its network generation. A Host holding anything else
+ * refuses; a Host answer naming anything else is refused.
+ */
+export interface AgentHostWorkspaceBinding extends AgentHostTarget {
+  /** Null where the provider has no Pod (the simulated provider). */
+  podUid: string | null;
+  workspaceVolumeId: string;
+  /** The data generation the Workspace is at now; a verified flush moves it to this plus one. */
+  dataGeneration: number;
+  networkPolicyGeneration: number;
+}
+
+/** A flush's own identity: stable across retries, so a replay answers the saved receipt. */
+export interface AgentHostFlushRequest {
+  flushOperationId: string;
+  /** The Workspace transition revision this flush is for. */
+  transitionRevision: number;
+}
+
+export type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
+
 /** A `/health/live` probe's verdict; `live: false` names why (never a credential). */
 export type LiveProbeResult = { live: true } | { live: false; code: string; message: string };
 
@@ -122,6 +146,23 @@ export interface AgentHost {
   readiness(target: AgentHostTarget, signal: AbortSignal): Promise<AgentHostReadiness>;
   /** One `/health/live` probe over a fresh connection (no pooling, no redirects, no credentials). */
   probeLive(endpoint: AgentHostEndpoint, signal: AbortSignal): Promise<LiveProbeResult>;
+  /**
+   * The trusted Workspace flush on the Host holding exactly `binding`: it stops and drains native
+   * turns, writes its caches to the Workspace, and answers a receipt checked field by field (a
+   * replay of the same flush operation answers the saved receipt). Throws
+   * `AgentHostFlushRefusedError` for a refusal or any answer that does not match, and
+   * `AgentHostUnavailableError` when the Host cannot be asked: then the outcome is unknown.
+   */
+  flush(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostFlushRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostFlushReceipt>;
+  /**
+   * Read-only: the Workspace tree hash as the Host holding exactly `binding` computes it now.
+   * Throws `AgentHostTreeHashRefusedError` or `AgentHostUnavailableError` like `flush`.
+   */
+  treeHash(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostTreeHash>;
 }
 
 /** A Workspace's storage provider and options revision: what a volume's storage is pinned to. */

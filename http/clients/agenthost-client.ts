@@ -2,20 +2,37 @@
 // observed Pod IP and verifying TLS for its Service DNS name against the `service-backend-ca` root
 // (pinned-https.ts). A live probe never throws: its failure is a verdict with a code. A readiness
 // read throws when the Host cannot be asked or answers malformed, because an outage is not a
-// verdict; its answer is parsed strictly here, and compared with the lease elsewhere.
+// verdict; its answer is parsed strictly here, and compared with the lease elsewhere. The Workspace
+// flush and tree hash are checked here in full (actors/agenthost-flush.ts): a refusal or a receipt
+// that does not match is a verdict, no answer at all is unavailability.
 import { z } from 'zod';
+import {
+  AgentHostFlushRefusedError,
+  AgentHostTreeHashRefusedError,
+  AgentHostUnavailableError,
+  checkFlushReceipt,
+  checkTreeHash,
+  hostBindingOf,
+  hostRefusalSchema,
+  type AgentHostFlushReceipt,
+  type AgentHostTreeHash,
+  type FlushRequestBody,
+} from '../../actors/agenthost-flush.ts';
 import type {
   AgentHost,
   AgentHostEndpoint,
+  AgentHostFlushRequest,
   AgentHostReadiness,
   AgentHostTarget,
+  AgentHostWorkspaceBinding,
   LiveProbeResult,
 } from '../../actors/ports.ts';
-import { SandlotError } from '../../lib/errors.ts';
 import { PinnedHttpsError, pinnedGet, type PinnedResponse } from './pinned-https.ts';
 
 export const LIVE_PATH = '/health/live';
 export const READINESS_PATH = '/runtime/v1/readiness';
+export const FLUSH_PATH = '/runtime/v1/workspace/flush';
+export const TREE_HASH_PATH = '/runtime/v1/workspace/tree-hash';
 
 export interface HttpsAgentHostOptions {
   /** PEM bundle of the `service-backend-ca` root: the only roots a Host's certificate may chain to. */
@@ -26,24 +43,8 @@ export interface HttpsAgentHostOptions {
   maxBodyBytes?: number;
 }
 
-/** `reason` is a transport code or a fixed phrase, never response content: caller-safe. */
-export class AgentHostUnavailableError extends SandlotError {
-  readonly code = 'agenthost-unavailable';
-  readonly status = 503;
-  readonly title = 'AgentHost unavailable';
-
-  constructor(
-    readonly reason: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`the AgentHost cannot be asked: ${message}`, options);
-  }
-
-  override get detail(): string {
-    return `the AgentHost cannot be asked (${this.reason})`;
-  }
-}
+// Defined with the flush receipt (actors/), where the embedded Host throws it too; kept exported here.
+export { AgentHostUnavailableError };
 
 const liveAnswer = z.object({ status: z.literal('live') });
 
@@ -109,18 +110,96 @@ export class HttpsAgentHost implements AgentHost {
     return parsed.data;
   }
 
-  #get(endpoint: AgentHostEndpoint, path: string, signal: AbortSignal): Promise<PinnedResponse> {
+  /**
+   * `POST /runtime/v1/workspace/flush` with the exact binding and flush identity. A 200 answer must
+   * be the receipt for exactly that (checkFlushReceipt); a 409 carries the Host's refusal. Any other
+   * status, or no answer at all, leaves the outcome unknown: AgentHostUnavailableError.
+   */
+  async flush(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostFlushRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostFlushReceipt> {
+    const body: FlushRequestBody = {
+      binding: hostBindingOf(binding),
+      flushOperationId: request.flushOperationId,
+      transitionRevision: request.transitionRevision,
+    };
+    const response = await this.#ask(binding, FLUSH_PATH, signal, body);
+    const answer = judgeWorkspaceAnswer(response, (reason, message) => {
+      throw new AgentHostFlushRefusedError(reason, message);
+    });
+    return checkFlushReceipt(binding, request, answer);
+  }
+
+  /** `GET /runtime/v1/workspace/tree-hash`: read-only, judged like `flush`. */
+  async treeHash(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostTreeHash> {
+    const response = await this.#ask(binding, TREE_HASH_PATH, signal);
+    const answer = judgeWorkspaceAnswer(response, (reason, message) => {
+      throw new AgentHostTreeHashRefusedError(reason, message);
+    });
+    return checkTreeHash(binding, answer);
+  }
+
+  async #ask(
+    target: AgentHostTarget,
+    path: string,
+    signal: AbortSignal,
+    body?: FlushRequestBody,
+  ): Promise<PinnedResponse> {
+    if (target.endpoint === null) {
+      throw new AgentHostUnavailableError('no-endpoint', 'the lease has no network endpoint');
+    }
+    try {
+      return await this.#get(target.endpoint, path, signal, body);
+    } catch (error) {
+      if (error instanceof PinnedHttpsError) {
+        throw new AgentHostUnavailableError(error.code, error.message, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  #get(
+    endpoint: AgentHostEndpoint,
+    path: string,
+    signal: AbortSignal,
+    body?: unknown,
+  ): Promise<PinnedResponse> {
     return pinnedGet({
       podIp: endpoint.podIp,
       port: endpoint.port,
       serverName: endpoint.serverName,
       path,
+      ...(body === undefined ? {} : { method: 'POST', body: Buffer.from(JSON.stringify(body), 'utf8') }),
       caPem: this.#caPem,
       timeoutMs: this.#timeoutMs,
       maxBodyBytes: this.#maxBodyBytes,
       signal,
     });
   }
+}
+
+/**
+ * The JSON body of a 200 answer to a Workspace call, for the caller to check. A 409 with a refusal
+ * the Host may give is that refusal; a 200 that is not JSON is a malformed receipt (a refusal); any
+ * other status says nothing about the outcome, so the Host counts as unavailable.
+ */
+function judgeWorkspaceAnswer(
+  response: PinnedResponse,
+  refuse: (reason: AgentHostFlushRefusedError['reason'], message: string) => never,
+): unknown {
+  const body = jsonBody(response);
+  if (response.status === 409) {
+    const refusal = body === undefined ? undefined : hostRefusalSchema.safeParse(body.value);
+    if (refusal?.success === true) return refuse(refusal.data.refused, 'the Host refused');
+    throw new AgentHostUnavailableError('bad-response', 'HTTP 409 without a refusal');
+  }
+  if (response.status !== 200) {
+    throw new AgentHostUnavailableError('bad-response', `HTTP ${response.status}`);
+  }
+  if (body === undefined) return refuse('receipt-malformed', 'the answer is not JSON');
+  return body.value;
 }
 
 /** Only a 200, no-store, JSON `{"status":"live"}` is live. */

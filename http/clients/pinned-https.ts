@@ -1,4 +1,4 @@
-// One HTTPS GET to one exact Pod: the socket goes to the observed Pod IP while TLS is verified for the
+// One HTTPS GET (or POST of a small JSON body) to one exact Pod: the socket goes to the observed Pod IP while TLS is verified for the
 // Service DNS name (never the IP) against one pinned CA, so only the Host that holds a certificate
 // for that name, issued by that CA, can answer. Each call opens its own connection (`agent: false`,
 // `connection: close`): a connection kept from an old Pod can never answer for its replacement.
@@ -16,6 +16,9 @@ export interface PinnedGet {
   /** The DNS name the server's certificate must carry; also the SNI and the Host header. */
   serverName: string;
   path: string;
+  /** GET unless given; a POST sends `body` as `application/json` with its exact length. */
+  method?: 'GET' | 'POST';
+  body?: Uint8Array;
   /** PEM bundle of the only roots trusted for this call. */
   caPem: string;
   /** One deadline for connect, TLS, headers and body. */
@@ -70,7 +73,7 @@ export function pinnedGet(call: PinnedGet): Promise<PinnedResponse> {
       host: call.podIp,
       port: call.port,
       path: call.path,
-      method: 'GET',
+      method: call.method ?? 'GET',
       servername: call.serverName,
       ca: call.caPem,
       rejectUnauthorized: true,
@@ -82,6 +85,9 @@ export function pinnedGet(call: PinnedGet): Promise<PinnedResponse> {
         host: `${call.serverName}:${call.port}`,
         accept: 'application/json',
         connection: 'close',
+        ...(call.body === undefined
+          ? {}
+          : { 'content-type': 'application/json', 'content-length': String(call.body.byteLength) }),
       },
     });
 
@@ -121,7 +127,7 @@ export function pinnedGet(call: PinnedGet): Promise<PinnedResponse> {
         done: (body) => settle(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body })),
       });
     });
-    req.end();
+    req.end(call.body === undefined ? undefined : Buffer.from(call.body));
   });
 }
 

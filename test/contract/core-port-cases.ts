@@ -16,6 +16,7 @@ import {
   version1Command,
   version2Command,
 } from '../support/build-test-commands.ts';
+import { rejection } from '../support/rejection.ts';
 
 export interface CorePortSubject {
   core: Core;
@@ -31,15 +32,6 @@ export interface CorePortSubject {
 }
 
 const signal = () => AbortSignal.timeout(10_000);
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('the call succeeded');
-}
 
 export function defineCorePortContract(name: string, setup: () => Promise<CorePortSubject>): void {
   describe(`Core port contract: ${name}`, () => {

@@ -28,6 +28,7 @@ import {
   startCoreStandIn,
   type CoreStandIn,
 } from '../support/core-stand-in.ts';
+import { rejection } from '../support/rejection.ts';
 
 const actor = actorOf('acme', 'alice', 'acme-alice-token');
 const signal = () => AbortSignal.timeout(20_000);
@@ -48,15 +49,6 @@ afterEach(() => {
   server.requests.length = 0;
 });
 afterAll(() => server.close());
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('the call succeeded');
-}
 
 async function refusedWith(promise: Promise<unknown>, reason: string): Promise<void> {
   const error = await rejection(promise);
