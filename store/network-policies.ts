@@ -79,3 +79,49 @@ export class TableNetworkPolicies implements NetworkPolicyVerifier {
     return { verified: true };
   }
 }
+
+/** What a reapply found; the actor turns it into the NetworkPolicyWriter answer. */
+export type NetworkPolicyCopy =
+  | { status: 'created' | 'unchanged'; policyHash: string }
+  | { status: 'missing' }
+  | { status: 'not-current'; newest: number }
+  | { status: 'conflict'; sourceHash: string; targetHash: string };
+
+/**
+ * Copies generation `from`'s policy to `to` when `from` is the project's newest generation, as one
+ * INSERT … SELECT, so the rules written are the stored ones and never a caller's. The table stays
+ * append-only: an existing `to` is only compared, never replaced. A concurrent write can make the
+ * INSERT find nothing to copy while the follow-up reads still see `from` as newest; the copy is then
+ * tried again (a few times, then the database is treated as not answering).
+ */
+export async function copyNetworkPolicy(
+  q: Queryable,
+  p: { tenantId: string; projectId: string; from: number; to: number },
+): Promise<NetworkPolicyCopy> {
+  for (let round = 0; round < 3; round += 1) {
+    const inserted = await q.query<{ policyHash: string }>(
+      `INSERT INTO network_policies (tenant_id, project_id, generation, policy, policy_hash)
+       SELECT s.tenant_id, s.project_id, $4, s.policy, s.policy_hash
+         FROM network_policies s
+        WHERE s.tenant_id = $1 AND s.project_id = $2 AND s.generation = $3
+          AND s.generation = (SELECT max(generation) FROM network_policies
+                               WHERE tenant_id = $1 AND project_id = $2)
+       ON CONFLICT DO NOTHING RETURNING policy_hash AS "policyHash"`,
+      [p.tenantId, p.projectId, p.from, p.to],
+    );
+    if (inserted.rows[0] !== undefined) return { status: 'created', policyHash: inserted.rows[0].policyHash };
+    const source = await readNetworkPolicy(q, p.tenantId, p.projectId, p.from);
+    if (source === null) return { status: 'missing' };
+    const target = await readNetworkPolicy(q, p.tenantId, p.projectId, p.to);
+    const newest = (await latestNetworkPolicyGeneration(q, p.tenantId, p.projectId)) ?? p.from;
+    // Even an exact earlier copy is no longer an answer once a later generation replaced it.
+    if (newest > p.to) return { status: 'not-current', newest };
+    if (target !== null) {
+      return target.policyHash === source.policyHash
+        ? { status: 'unchanged', policyHash: target.policyHash }
+        : { status: 'conflict', sourceHash: source.policyHash, targetHash: target.policyHash };
+    }
+    if (newest !== p.from) return { status: 'not-current', newest };
+  }
+  throw new Error('network policy copy did not settle after three rounds of concurrent writes');
+}

@@ -1,9 +1,10 @@
 // The network policy verifier for Kubernetes: a project's policy generation counts as verified only
 // when its CiliumNetworkPolicy can be read back from the sandbox namespace, no newer generation of the
 // project's policy exists there, and its endpoint selector selects the Pods the adapter labels for
-// that generation. Sandlot never writes these policies; whoever owns the project's network policy
-// does, labelled as below. It satisfies the NetworkPolicyVerifier port (actors/ports.ts), which
-// this layer may not import; cli/compose.ts checks the fit.
+// that generation. Whoever owns the project's network policy writes them, labelled as below; Sandlot
+// itself only copies a generation to the next on resume (cilium-writer.ts). It satisfies the
+// NetworkPolicyVerifier port (actors/ports.ts), which this layer may not import; cli/compose.ts
+// checks the fit.
 //
 //   metadata.labels:  sandlot.dev/project-hash: <projectHashOf(tenant, project)>
 //                     sandlot.dev/network-policy-generation: "<g>"

@@ -31,7 +31,7 @@ const PLURALS: Record<CustomKind, { group: string; version: string; plural: stri
   SandboxWarmPool: { group: GROUP, version: VERSION, plural: 'sandboxwarmpools' },
   SandboxClaim: { group: GROUP, version: VERSION, plural: 'sandboxclaims' },
   Sandbox: { group: CORE_GROUP, version: VERSION, plural: 'sandboxes' },
-  // Read only (by the network policy verifier): Sandlot never writes a Cilium policy.
+  // Listed by the network policy verifier; created (never updated) by the writer on resume.
   CiliumNetworkPolicy: { group: CILIUM_GROUP, version: CILIUM_VERSION, plural: 'ciliumnetworkpolicies' },
 };
 

@@ -65,11 +65,15 @@ import {
 const OVERLAYS = ['embedded-demo', 'production'] as const;
 type Overlay = (typeof OVERLAYS)[number];
 
-/**
- * Permissions the manifests grant that a run on the fake cannot exercise, each with its reason.
- * Empty: every granted verb is one the workload below makes.
- */
-const NOT_EXERCISABLE: { permission: string; reason: string }[] = [];
+/** Permissions the manifests grant that the workload below does not exercise, each with its reason. */
+const NOT_EXERCISABLE: { permission: string; reason: string }[] = [
+  ...['create', 'get'].map((verb) => ({
+    permission: `${verb} cilium.io/ciliumnetworkpolicies`,
+    reason:
+      'the Cilium network policy writer (resume) is not yet built by createAgentSandbox; ' +
+      'providers/agent-sandbox/cilium-writer.test.ts shows its calls on the fake',
+  })),
+];
 
 const missing = kubectlMissing();
 if (missing !== undefined) {
