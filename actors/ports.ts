@@ -11,6 +11,13 @@ import type {
   JournalAcknowledgment,
 } from './build-test/accepted-command.ts';
 import type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
+import type {
+  RuntimeOperation,
+  RuntimeRegistration,
+  RuntimeStepRef,
+  SavedOperationEvidence,
+  SavedOperationVerdict,
+} from './runtime-core/runtime-operation.ts';
 
 export type { AcceptedBuildTestCommand, BuildTestCheckpointRef, JournalAcknowledgment };
 
@@ -269,4 +276,47 @@ export interface Core {
     acknowledgment: JournalAcknowledgment,
     signal: AbortSignal,
   ): Promise<AcknowledgmentVerdict>;
+}
+
+export type {
+  RuntimeOperation,
+  RuntimeRegistration,
+  RuntimeStepRef,
+  SavedOperationEvidence,
+  SavedOperationVerdict,
+};
+
+/**
+ * Core's suspend/resume side (actors/runtime-core/; docs/suspend-resume.md), asked with the same
+ * `CoreActor` as `Core`. Every method throws CoreUnavailableError when Core cannot answer,
+ * CoreDeniedError when it refuses the actor (or the bearer expired), and CoreAnswerRefusedError
+ * when its answer breaks the contract (including one about another Environment, step or
+ * operation): none of these is a verdict.
+ */
+export interface RuntimeCore {
+  /**
+   * Core's current suspend or resume operation for the Environment serving `ref` (Reserved, Fenced
+   * or Committed), or null when there is none the actor may see (another tenant's reads as none).
+   */
+  currentRuntimeOperation(
+    actor: CoreActor,
+    ref: RuntimeStepRef,
+    signal: AbortSignal,
+  ): Promise<RuntimeOperation | null>;
+  /**
+   * Whether Core confirms `evidence` as the saved evidence of exactly `operation` as held (same
+   * state revision, not abandoned): asked before a provider release or a resume step relies on it.
+   */
+  confirmSavedOperation(
+    actor: CoreActor,
+    operation: RuntimeOperation,
+    evidence: SavedOperationEvidence,
+    signal: AbortSignal,
+  ): Promise<SavedOperationVerdict>;
+  /** The current Runtime registration Core owns for the Environment serving `ref`, or null. */
+  currentRuntimeRegistration(
+    actor: CoreActor,
+    ref: RuntimeStepRef,
+    signal: AbortSignal,
+  ): Promise<RuntimeRegistration | null>;
 }

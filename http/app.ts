@@ -16,6 +16,7 @@ import { errorHandler, invalidRequest } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminCoreRoutes, isSeedUpload } from './routes/admin-core.ts';
+import { adminRuntimeCoreRoutes } from './routes/admin-runtime-core.ts';
 import { buildTestRoutes } from './routes/build-test.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { environmentRoutes } from './routes/environments.ts';
@@ -121,6 +122,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     app.use('/admin/*', auth);
     app.route('/', adminRoutes(deps.db, deps.provider));
     app.route('/', adminCoreRoutes(deps.db));
+    app.route('/', adminRuntimeCoreRoutes(deps.db));
   }
   return app;
 }

@@ -22,11 +22,7 @@ import {
   checkUnchanged,
   expectedSeed,
 } from '../../actors/build-test/core-checks.ts';
-import {
-  CoreAnswerRefusedError,
-  CoreDeniedError,
-  CoreUnavailableError,
-} from '../../actors/build-test/core-errors.ts';
+import { CoreAnswerRefusedError, CoreDeniedError } from '../../actors/build-test/core-errors.ts';
 import type {
   AcceptedBuildTestCommand,
   AcknowledgmentVerdict,
@@ -36,7 +32,7 @@ import type {
   JournalAcknowledgment,
 } from '../../actors/ports.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
-import { callCore, type CoreAnswer, type CoreCall } from './core-http.ts';
+import { askCore, jsonOf, type CoreAnswer, type CoreCall } from './core-http.ts';
 
 export interface HttpCoreOptions {
   /** Core's base URL: https, or http on a loopback host only (tests, a sidecar). */
@@ -162,12 +158,7 @@ export class HttpCore implements Core {
   ): Promise<CoreAnswer> {
     admitCall(actor, signal, this.#now());
     if (!BEARER.test(actor.bearer)) throw new CoreDeniedError('denied');
-    const answer = await callCore({ ...call, bearer: actor.bearer, signal });
-    const { status } = answer;
-    if (status === 200 || status === 404) return answer;
-    if (status === 401 || status === 403) throw new CoreDeniedError('denied');
-    if (status >= 500 && status <= 599) throw new CoreUnavailableError('server-error', `HTTP ${status}`);
-    throw new CoreAnswerRefusedError('unexpected-status', `HTTP ${status}`);
+    return askCore({ ...call, bearer: actor.bearer, signal });
   }
 
   #url(checkpoint: BuildTestCheckpointRef, rest: readonly string[]): URL {
@@ -186,13 +177,5 @@ export class HttpCore implements Core {
       ...rest,
     ];
     return new URL(segments.map(encodeURIComponent).join('/'), this.#base);
-  }
-}
-
-function jsonOf(answer: CoreAnswer): unknown {
-  try {
-    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(answer.body)) as unknown;
-  } catch {
-    return undefined;
   }
 }

@@ -9,6 +9,7 @@ import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http'
 import https from 'node:https';
 import {
   CoreAnswerRefusedError,
+  CoreDeniedError,
   CoreUnavailableError,
   type CoreAnswerProblem,
 } from '../../actors/build-test/core-errors.ts';
@@ -161,4 +162,23 @@ function readBody(
   res.on('aborted', brokeOff);
   res.on('error', brokeOff);
   res.on('close', brokeOff);
+}
+
+/** One call, its status mapped: 200 and 404 are answers; 401/403 denied, 5xx unavailable, else refused. */
+export async function askCore(call: CoreCall): Promise<CoreAnswer> {
+  const answer = await callCore(call);
+  const { status } = answer;
+  if (status === 200 || status === 404) return answer;
+  if (status === 401 || status === 403) throw new CoreDeniedError('denied');
+  if (status >= 500 && status <= 599) throw new CoreUnavailableError('server-error', `HTTP ${status}`);
+  throw new CoreAnswerRefusedError('unexpected-status', `HTTP ${status}`);
+}
+
+/** The answer's body as JSON, or undefined when it is not UTF-8 JSON (the caller's schema refuses it). */
+export function jsonOf(answer: CoreAnswer): unknown {
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(answer.body)) as unknown;
+  } catch {
+    return undefined;
+  }
 }
