@@ -16,10 +16,14 @@ import { createHash } from 'node:crypto';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { BuildTestRunner } from '../../providers/build-test.ts';
-import { readBuildTestOperation, type BuildTestOperationRow } from '../../store/build-test-operations.ts';
+import {
+  readBuildTestOperation,
+  readBuildTestOperationById,
+  type BuildTestOperationRow,
+} from '../../store/build-test-operations.ts';
 import type { Queryable } from '../../store/db.ts';
 import { readCurrentLease, readLeaseByOperation, type LeaseRow } from '../../store/leases.ts';
-import type { Caller, Core, CoreActor, Permission } from '../ports.ts';
+import type { Permission } from '../ports.ts';
 import type { AuthorityDeps } from '../guard.ts';
 import { Guard } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
@@ -27,7 +31,6 @@ import type { ActorRuntime } from '../runtime.ts';
 import { recordedRequestOf } from '../sandbox-readiness.ts';
 import {
   acceptedCommandHash,
-  sameCheckpoint,
   type AcceptedBuildTestCommand,
   type BuildTestCheckpointRef,
   type JournalAcknowledgment,
@@ -39,69 +42,33 @@ import {
   BuildTestRefusedError,
   BuildTestUnavailableError,
 } from './errors.ts';
-import { leaseProfileOf, type BuildTestProfileRef } from './lease-profile.ts';
+import type { BuildTestProfileRef } from './lease-profile.ts';
+import {
+  coreActorOf,
+  type BindingPreparation,
+  type BindingPreparationQuery,
+  type BuildTestActor,
+  type BuildTestCommandRequest,
+  type BuildTestOffer,
+  type ExpectedSandboxBinding,
+  type WorkspaceCapture,
+} from './requests.ts';
+import { acknowledgmentProblem, bindingOfLease, profileOfLease, sameJson } from './stored-checks.ts';
 import { operationView, type BuildTestOperationResult } from './operation-view.ts';
 
 export { BuildTestNotImplementedError, BuildTestUnavailableError };
 export type { BuildTestProfileRef };
-
-/** BuildTest is offered only with both: the accepted profile and the Core it asks. */
-export interface BuildTestOffer {
-  /** The profile in effect now: new leases record it (actors/sandbox.ts); each keeps its own. */
-  profile: BuildTestProfileRef;
-  core: Core;
-  /** The provider's command and collector Pods (absent: this provider cannot run them yet, 501). */
-  runner?: BuildTestRunner;
-}
-
-/** The bearer a request presented, kept unprintable (http/auth/middleware.ts PresentedBearer). */
-export interface BearerCredential {
-  readonly expiresAt: Date;
-  /** The raw token: only for an outgoing Authorization header to Core. */
-  reveal(): string;
-}
-
-/** Who asks: the caller as the authority knows it, and the bearer Core will be asked with. */
-export interface BuildTestActor {
-  caller: Caller;
-  bearer: BearerCredential;
-}
-
-/** The Sandbox lease the caller expects the command to run on, exactly. */
-export interface ExpectedSandboxBinding {
-  leaseOperationId: string;
-  resourceGeneration: number;
-  providerFence: number;
-  workspace: { volumeId: string; resourceGeneration: number; dataGeneration: number };
-  networkPolicyGeneration: number;
-}
-
-/** A command request names a checkpoint and the binding; never a command, image or argument. */
-export interface BuildTestCommandRequest {
-  checkpoint: BuildTestCheckpointRef;
-  expectedBinding: ExpectedSandboxBinding;
-}
-
-export interface BindingPreparationQuery {
-  sessionId: string;
-  executionProfileReference: string;
-}
-
-export interface BindingPreparation {
-  sessionId: string;
-  executionProfileReference: string;
-  profileHash: string;
-  versions: readonly string[];
-  /** The binding a command request must name now. */
-  binding: ExpectedSandboxBinding;
-}
-
-/** The sealed document, exactly as stored: bytes, digest and length. */
-export interface WorkspaceCapture {
-  bytes: Uint8Array;
-  sha256: string;
-  length: number;
-}
+export { coreActorOf } from './requests.ts';
+export type {
+  BearerCredential,
+  BindingPreparation,
+  BindingPreparationQuery,
+  BuildTestActor,
+  BuildTestCommandRequest,
+  BuildTestOffer,
+  ExpectedSandboxBinding,
+  WorkspaceCapture,
+} from './requests.ts';
 
 export interface BuildTestDeps extends AuthorityDeps {
   runtime: ActorRuntime<EnvironmentEvent>;
@@ -111,59 +78,13 @@ export interface BuildTestDeps extends AuthorityDeps {
   callTimeoutMs?: number;
 }
 
-const REDACTED = '[redacted]';
-
-/**
- * The CoreActor a Core call is made for. Its `bearer` is readable but not enumerable, and the
- * object serializes without it: a CoreActor that reaches a log line shows no credential.
- */
-export function coreActorOf(actor: BuildTestActor): CoreActor {
-  const coreActor = {
-    tenantId: actor.caller.tenantId,
-    subject: actor.caller.subject,
-    expiresAt: actor.bearer.expiresAt,
-  } as CoreActor;
-  const { bearer } = actor;
-  Object.defineProperty(coreActor, 'bearer', { get: () => bearer.reveal(), enumerable: false });
-  Object.defineProperty(coreActor, 'toJSON', {
-    value: () => ({ tenantId: coreActor.tenantId, subject: coreActor.subject, bearer: REDACTED }),
-    enumerable: false,
-  });
-  return coreActor;
-}
-
 const buildTestPermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
 
-/** The binding a lease offers now, from its validated recovery record (never from the caller). */
-function bindingOfLease(lease: LeaseRow): ExpectedSandboxBinding | null {
-  const recorded = recordedRequestOf(lease);
-  if (recorded === null) return null;
-  const { volumeId, resourceGeneration, dataGeneration } = recorded.workspace;
-  return {
-    leaseOperationId: lease.operationId,
-    resourceGeneration: lease.resourceGeneration,
-    providerFence: lease.providerFence,
-    workspace: { volumeId, resourceGeneration, dataGeneration },
-    networkPolicyGeneration: recorded.networkPolicyGeneration,
-  };
-}
-
-const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
-
-/**
- * The AcceptedBuildTestProfile the lease recorded when it was reserved. A lease reserved while no
- * profile was configured (or before leases recorded one) never runs BuildTest: 409.
- */
-function profileOfLease(lease: LeaseRow): BuildTestProfileRef {
-  const profile = leaseProfileOf(lease);
-  if (profile === null) {
-    throw new BuildTestRefusedError(
-      'build-test-lease-without-profile',
-      'this lease was reserved without an AcceptedBuildTestProfile; provision a new lease to run BuildTest',
-    );
-  }
-  return profile;
-}
+const operationTaken = (operationId: string) =>
+  new BuildTestRefusedError(
+    'build-test-operation-conflict',
+    `operation ${operationId} is reserved by another Environment`,
+  );
 
 export class BuildTestService {
   constructor(private readonly deps: BuildTestDeps) {}
@@ -232,48 +153,54 @@ export class BuildTestService {
       expectedBinding: request.expectedBinding as unknown as Record<string, unknown>,
       profileHash: profile.hash,
     };
-    const { value } = await this.deps.runtime.step(
-      address.environmentId,
-      async (tx) => {
-        const existing = await readBuildTestOperation(tx, address.environmentId, command.operationId);
-        if (existing !== null) {
-          if (existing.requestFingerprint !== intent.requestFingerprint) {
+    const { value } = await this.#reserve(command.operationId, () =>
+      this.deps.runtime.step(
+        address.environmentId,
+        async (tx) => {
+          // Core's operation ID is one checkpoint's, so at most one Environment's (a unique column).
+          const existing = await readBuildTestOperationById(tx, command.operationId);
+          if (existing !== null && existing.environmentId !== address.environmentId) {
+            throw operationTaken(command.operationId);
+          }
+          if (existing !== null) {
+            if (existing.requestFingerprint !== intent.requestFingerprint) {
+              throw new BuildTestRefusedError(
+                'build-test-operation-conflict',
+                `operation ${command.operationId} was reserved with another checkpoint or binding`,
+              );
+            }
+            return { event: null, value: true };
+          }
+          const lease = await this.#leaseMatching(tx, address.environmentId, request.expectedBinding);
+          const recorded = recordedRequestOf(lease);
+          const ownerHash = lease.recoveryRequest['ownerHash'];
+          if (recorded === null || typeof ownerHash !== 'string' || lease.resource === null) {
             throw new BuildTestRefusedError(
-              'build-test-operation-conflict',
-              `operation ${command.operationId} was reserved with another checkpoint or binding`,
+              'build-test-binding-mismatch',
+              'the lease has no validated recovery record to run a command on',
             );
           }
-          return { event: null, value: true };
-        }
-        const lease = await this.#leaseMatching(tx, address.environmentId, request.expectedBinding);
-        const recorded = recordedRequestOf(lease);
-        const ownerHash = lease.recoveryRequest['ownerHash'];
-        if (recorded === null || typeof ownerHash !== 'string' || lease.resource === null) {
-          throw new BuildTestRefusedError(
-            'build-test-binding-mismatch',
-            'the lease has no validated recovery record to run a command on',
-          );
-        }
-        const event: EnvironmentEvent = {
-          type: 'command.reserve',
-          operationId: command.operationId,
-          lease: {
-            operationId: lease.operationId,
-            lifecycleGeneration: lease.lifecycleGeneration,
-            resourceGeneration: lease.resourceGeneration,
-            providerFence: lease.providerFence,
-            fencingGeneration: lease.currentFencingGeneration,
-            resourceId: lease.resource.resourceId,
-            ownerHash,
-            workspace: recorded.workspace,
-            networkPolicyGeneration: recorded.networkPolicyGeneration,
-            providerOptions: lease.providerOptions,
-          },
-          intent,
-        };
-        return { event, value: false };
-      },
-      guard.commit(address.runId),
+          const event: EnvironmentEvent = {
+            type: 'command.reserve',
+            operationId: command.operationId,
+            lease: {
+              operationId: lease.operationId,
+              lifecycleGeneration: lease.lifecycleGeneration,
+              resourceGeneration: lease.resourceGeneration,
+              providerFence: lease.providerFence,
+              fencingGeneration: lease.currentFencingGeneration,
+              resourceId: lease.resource.resourceId,
+              ownerHash,
+              workspace: recorded.workspace,
+              networkPolicyGeneration: recorded.networkPolicyGeneration,
+              providerOptions: lease.providerOptions,
+            },
+            intent,
+          };
+          return { event, value: false };
+        },
+        guard.commit(address.runId),
+      ),
     );
     const replay = value;
     const row = await this.#row(address, command.operationId);
@@ -464,6 +391,21 @@ export class BuildTestService {
     return { operation: operationView(saved), replay: !accepted };
   }
 
+  /**
+   * Another Environment reserving the same operation at the same moment loses on the unique
+   * operation ID: that is the same 409 as when its reservation is already there, never a 500.
+   */
+  async #reserve<T>(operationId: string, reserve: () => Promise<T>): Promise<T> {
+    try {
+      return await reserve();
+    } catch (error) {
+      const cause = error instanceof Error ? (error.cause ?? error) : error;
+      const code = typeof cause === 'object' && cause !== null && 'code' in cause ? cause.code : undefined;
+      if (code === '23505') throw operationTaken(operationId);
+      throw error;
+    }
+  }
+
   /** Fresh authority and the caller's Environment (403, 404), then the capability (409). */
   async #open(actor: BuildTestActor, address: EnvironmentAddress) {
     const guard = new Guard(this.deps, actor.caller, address.projectId, buildTestPermissions);
@@ -586,26 +528,4 @@ export class BuildTestService {
     if (row === null) throw new BuildTestOperationNotFoundError(operationId);
     return row;
   }
-}
-
-/** The acknowledgment must name exactly this operation's checkpoint, capture, fingerprint and Pods. */
-function acknowledgmentProblem(
-  row: BuildTestOperationRow,
-  operationId: string,
-  ack: JournalAcknowledgment,
-): string | null {
-  if (row.state !== 'Succeeded' || row.capture === null) return 'the operation has no sealed capture';
-  if (ack.operationId !== operationId) return 'the acknowledgment names another operation';
-  if (!sameCheckpoint(ack.checkpoint, row.checkpoint as BuildTestCheckpointRef))
-    return 'the acknowledgment names another checkpoint';
-  if (ack.capture.sha256 !== row.capture.sha256 || ack.capture.length !== row.capture.length)
-    return 'the acknowledgment names another capture';
-  if (ack.capture.requestFingerprint !== row.requestFingerprint)
-    return 'the acknowledgment names another request fingerprint';
-  if (
-    ack.capture.collectorPodUid !== row.collectorPod?.['uid'] ||
-    ack.capture.commandPodUid !== row.commandPod?.['uid']
-  )
-    return 'the acknowledgment names other Pods';
-  return null;
 }

@@ -277,6 +277,30 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     expect(done).toMatchObject({ exitCode: 2, pods: { collector: null } });
   });
 
+  it("refuses another Environment's operation with 409: Core's operation ID is one Environment's", async () => {
+    await acceptVersion2('cp-shared', []);
+    expect((await create('cp-shared')).status).toBe(202);
+    const other = await setupScenario(h, { key: 'env-2' });
+    await h.request('POST', `${other.base}/sandbox/provision`, {
+      token: other.token,
+      body: provisionBody(other),
+    });
+    await waitForLease(h, other, (l) => l['state'] === 'Active');
+    const prepared = await h.request(
+      'GET',
+      `${other.base}/sandbox/build-test/binding-preparation?sessionId=s&executionProfileReference=p`,
+      { token: other.token },
+    );
+    const { binding: otherBinding } = await json<{ binding: Record<string, unknown> }>(prepared);
+    const taken = await h.request('POST', `${other.base}/sandbox/build-test/commands`, {
+      token: other.token,
+      body: { checkpoint: checkpoint('cp-shared'), expectedBinding: otherBinding },
+    });
+    expect(taken.status).toBe(409);
+    expect(((await taken.json()) as { type: string }).type).toContain('build-test-operation-conflict');
+    expect(await readBuildTestOperation(h.db, other.environmentId, 'op-cp-shared')).toBeNull();
+  });
+
   it('refuses a caller-supplied command, another binding, another run: nothing is reserved', async () => {
     await acceptVersion2('cp-refused', []);
     const expectedBinding = await binding();
