@@ -2,15 +2,12 @@
 // WriteProjects and ReadRunSelection before the run selection is read or a provider contacted, and
 // asks again inside the transaction of every commit and after its last read or wait before it
 // answers (Guard): once per moment, not once per step.
-import { setTimeout as pause } from 'node:timers/promises';
 import type { EnvironmentContext, RenewalContext } from '../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import { readAttempt, readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
 import { readCleanup, readCleanupsOf, type CleanupRow } from '../store/cleanups.ts';
-import type { Queryable } from '../store/db.ts';
 import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
-import { readVolume } from '../store/workspaces.ts';
 import {
   readCurrentLease,
   readLatestLease,
@@ -29,58 +26,35 @@ import {
   StaleLeaseFenceError,
 } from './errors.ts';
 import { Guard } from './guard.ts';
-import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
-import type {
-  AgentHost,
-  AttemptRunner,
-  Caller,
-  NetworkPolicyVerifier,
-  Permission,
-  ProjectsAuthority,
-  RunSelectionSource,
-  WorkspaceStorage,
-} from './ports.ts';
-import type { ActorRuntime } from './runtime.ts';
+import type { EnvironmentAddress } from './owned.ts';
+import type { Caller, Permission, WorkspaceStorage } from './ports.ts';
 import {
   networkPolicyVerified,
   selectProvider,
   verifyNetworkPolicy,
   verifyWorkspace,
 } from './sandbox-admission.ts';
-import { observeLease, type Observation } from './sandbox-observe.ts';
-import {
-  agentHostTargetOf,
-  isExpired,
-  readinessConditions,
-  recordedRequestOf,
-  sameLease,
-  type ReadinessCondition,
-} from './sandbox-readiness.ts';
+import { isExpired } from './sandbox-readiness.ts';
 import { leaseView, type LeaseView } from './sandbox-view.ts';
-import { maxWaitMs, type EnvironmentChanges, type WaitOptions } from './wait.ts';
+import {
+  SandboxInspection,
+  currentOrLatestLease,
+  type InspectionDeps,
+  type Readiness,
+} from './sandbox-inspection.ts';
 
-export interface SandboxDeps {
-  db: Queryable;
-  runtime: ActorRuntime<EnvironmentEvent>;
-  authority: ProjectsAuthority;
-  selections: RunSelectionSource;
+import type { WaitOptions } from './wait.ts';
+
+export type { Readiness };
+
+/** The inspection's dependencies (actors/sandbox-inspection.ts), and what admission needs besides. */
+export interface SandboxDeps extends InspectionDeps {
   /** What the configured provider advertises; its calls go through `runner` only. */
   provider: Pick<SandboxProvider, 'identity' | 'optionsSnapshot'>;
-  runner: AttemptRunner;
-  /** Verifies a network policy generation afresh, at provision and at every inspection. */
-  networkPolicies: NetworkPolicyVerifier;
-  /** The AgentHost port: the configuration handshake and readiness evidence of a sandbox's Host. */
-  agentHost: AgentHost;
-  /** How long an inspection waits for its describe (default 5 s). */
-  describeTimeoutMs?: number;
   /** Lease time to live from reservation (unset: leases do not expire). */
   leaseTtlMs?: number;
   /** Workspace storage read back before a lease is reserved (default: the embedded table over `db`). */
   workspaceStorage?: WorkspaceStorage;
-  /** Long-poll inspections (`?wait=`); without it an inspection runs at once. */
-  changes?: EnvironmentChanges;
-  /** How often a long-poll inspection of an Active lease that is not ready looks again (250 ms). */
-  activeRecheckMs?: number;
   /** The AcceptedBuildTestProfile in effect: a new lease records it and keeps it (unset: none). */
   buildTest?: { profile: BuildTestProfileRef };
 }
@@ -95,20 +69,6 @@ export type ProvisionCommand = Pick<
 export interface LeaseFences {
   resourceGeneration: number;
   providerFence: number;
-}
-
-export interface Readiness {
-  /**
-   * The Environment's revision when the answer was read: what a long-polling caller passes as
-   * `after` to wait for the next change.
-   */
-  environmentRevision: number;
-  readyForDispatch: boolean;
-  /** The Environment's phase for this lease: the provider's, or `configured` once ready. */
-  phase: string | null;
-  conditions: ReadinessCondition[];
-  observation: Observation | null;
-  networkPolicy: { generation: number | null; verified: boolean };
 }
 
 function sameProvisionCommand(lease: LeaseRow, request: ProvisionCommand): boolean {
@@ -127,7 +87,11 @@ function sameProvisionCommand(lease: LeaseRow, request: ProvisionCommand): boole
 const sandboxPermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
 
 export class SandboxService {
-  constructor(private readonly deps: SandboxDeps) {}
+  readonly #inspection: SandboxInspection;
+
+  constructor(private readonly deps: SandboxDeps) {
+    this.#inspection = new SandboxInspection(deps, sandboxPermissions);
+  }
 
   #guard(caller: Caller, address: EnvironmentAddress, required = sandboxPermissions): Guard {
     return new Guard(this.deps, caller, address.projectId, required);
@@ -231,169 +195,17 @@ export class SandboxService {
   async current(caller: Caller, address: EnvironmentAddress): Promise<LeaseRow> {
     const guard = this.#guard(caller, address);
     const env = await guard.owner(address);
-    return guard.after(() => this.#currentOrLatest(env));
+    return guard.after(() => currentOrLatestLease(this.deps.db, env));
   }
 
-  async #currentOrLatest(env: EnvironmentRow): Promise<LeaseRow> {
-    const lease =
-      (await readCurrentLease(this.deps.db, env.environmentId)) ??
-      (await readLatestLease(this.deps.db, env.environmentId));
-    if (lease === null) throw new LeaseNotFoundError('the Environment has no sandbox lease');
-    return lease;
-  }
-
-  /**
-   * The lease and its readiness for dispatch, as conditions (actors/sandbox-readiness.ts): an exact
-   * describe run now through the one runner (bounded wait), the AgentHost's configuration evidence,
-   * the requested network policy generation verified afresh and the Workspace attachment, all
-   * against the same lease, re-read after every observation.
-   */
-  async inspect(
+  /** The lease and its readiness for dispatch (actors/sandbox-inspection.ts). */
+  inspect(
     caller: Caller,
     address: EnvironmentAddress,
     networkPolicyGeneration: number | undefined,
     wait?: WaitOptions,
   ): Promise<{ lease: LeaseView } & Readiness> {
-    const { db, changes } = this.deps;
-    if (changes === undefined || wait === undefined) {
-      return this.#inspectOnce(caller, address, networkPolicyGeneration);
-    }
-    const deadline = Date.now() + Math.min(wait.waitMs, maxWaitMs);
-    const guard = this.#guard(caller, address);
-    await guard.check();
-    const before = await readOwnedEnvironment(db, guard.caller, address);
-    const after = wait.after ?? before.revision;
-    // An Active lease's readiness moves without a transition (the sandbox starts, its Host
-    // configures, the lease runs out), so the revision cannot tell the caller's answer is stale:
-    // look again every `activeRecheckMs` until it is ready, stops being Active, or the deadline.
-    // Every other state changes only by a transition: wait for one past `after`.
-    if ((await readCurrentLease(db, before.environmentId))?.state !== 'Active') {
-      await changes.readAfterChange(
-        address.environmentId,
-        { waitMs: Math.max(0, deadline - Date.now()), after },
-        () => readOwnedEnvironment(db, guard.caller, address),
-        (row) => row.revision,
-      );
-      const answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
-      if (answer.lease.state !== 'Active' || answer.readyForDispatch) return answer;
-      return this.#inspectActive(caller, address, networkPolicyGeneration, answer, deadline);
-    }
-    // The caller saw this revision: its answer is at most one look old, so pause before the next.
-    if (before.revision <= after) await pause(Math.min(this.#recheckMs(), deadline - Date.now()));
-    const answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
-    return this.#inspectActive(caller, address, networkPolicyGeneration, answer, deadline);
-  }
-
-  #recheckMs(): number {
-    return this.deps.activeRecheckMs ?? 250;
-  }
-
-  /** Re-inspects an Active lease that is not ready until it is, stops being Active, or the deadline. */
-  async #inspectActive(
-    caller: Caller,
-    address: EnvironmentAddress,
-    networkPolicyGeneration: number | undefined,
-    first: { lease: LeaseView } & Readiness,
-    deadline: number,
-  ): Promise<{ lease: LeaseView } & Readiness> {
-    let answer = first;
-    while (answer.lease.state === 'Active' && !answer.readyForDispatch && Date.now() < deadline) {
-      await pause(Math.min(this.#recheckMs(), deadline - Date.now()));
-      answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
-    }
-    return answer;
-  }
-
-  async #inspectOnce(
-    caller: Caller,
-    address: EnvironmentAddress,
-    networkPolicyGeneration: number | undefined,
-  ): Promise<{ lease: LeaseView } & Readiness> {
-    const { db, networkPolicies, runtime, runner } = this.deps;
-    const timeoutMs = this.deps.describeTimeoutMs ?? 5_000;
-    const guard = this.#guard(caller, address);
-    const env = await guard.owner(address);
-    const first = await this.#currentOrLatest(env);
-    // The describe's commit rechecks inside its transaction; the answer waits for the last check.
-    const observation = await observeLease(
-      { runtime, runner, describeTimeoutMs: timeoutMs },
-      first,
-      guard.commit(address.runId),
-    );
-    const request = recordedRequestOf(first);
-    const verified =
-      networkPolicyGeneration !== undefined &&
-      networkPolicyGeneration === request?.networkPolicyGeneration &&
-      (await networkPolicyVerified(networkPolicies, env.tenantId, env.projectId, networkPolicyGeneration));
-    const observed = await readLeaseByOperation(db, first.operationId);
-    // Traffic stops when the Pod answering is not the one the lease mapped (a reused name, or
-    // status that is stale): never ready, and the observation says why.
-    const mapped = observed?.resource?.placement['podUid'];
-    const replacedPod =
-      observation?.podUid !== undefined && mapped !== undefined && observation.podUid !== mapped
-        ? { seen: observation.podUid, mapped }
-        : null;
-    const seen: Observation | null =
-      replacedPod !== null && observation !== null
-        ? {
-            ...observation,
-            error: {
-              code: 'pod-replaced',
-              message: `the Pod answering (UID ${replacedPod.seen}) is not the one this lease mapped (UID ${replacedPod.mapped}); a name was reused or status is stale`,
-            },
-          }
-        : observation;
-    // The Host is asked only about a lease still the same, seen started by an exact describe.
-    const askHost =
-      observed !== null &&
-      sameLease(first, observed) &&
-      first.state === 'Active' &&
-      seen?.exact === true &&
-      seen.error === null &&
-      seen.finished === null &&
-      seen.phase === 'started';
-    const host = askHost ? await this.#askHost(observed, timeoutMs) : null;
-    const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
-    const last = await readLeaseByOperation(db, first.operationId);
-    const volume = await readVolume(db, (request?.workspace ?? first.workspace).volumeId);
-    const conditions = readinessConditions({
-      first: observed ?? first,
-      last,
-      now: new Date(),
-      observation: seen,
-      replacedPod,
-      host,
-      network: { requested: networkPolicyGeneration, verified },
-      volume,
-    });
-    const ready = conditions.every((c) => c.status === 'True');
-    const configured = conditions.find((c) => c.type === 'HostConfigured')?.status === 'True';
-    await guard.check();
-    return {
-      lease: leaseView(last ?? observed ?? first),
-      environmentRevision: revision,
-      readyForDispatch: ready,
-      phase: configured && ready ? 'configured' : (seen?.phase ?? null),
-      conditions,
-      observation: seen,
-      networkPolicy: { generation: networkPolicyGeneration ?? null, verified },
-    };
-  }
-
-  /** The Host's readiness evidence (no effect): the inspection's closing check follows it. */
-  async #askHost(lease: LeaseRow, timeoutMs: number) {
-    try {
-      const answer = await this.deps.agentHost.readiness(
-        agentHostTargetOf(lease),
-        AbortSignal.timeout(timeoutMs),
-      );
-      return { answer };
-    } catch (error) {
-      if (error instanceof ActorError) throw error;
-      return {
-        error: `the AgentHost could not be asked: ${error instanceof Error ? error.message : String(error)}`,
-      };
-    }
+    return this.#inspection.inspect(caller, address, networkPolicyGeneration, wait);
   }
 
   /**

@@ -1,0 +1,235 @@
+// Inspecting a sandbox lease: the lease and its readiness for dispatch as conditions
+// (actors/sandbox-readiness.ts), and the long-poll (`?wait=`) that waits for a transition, or, for an
+// Active lease that is not ready, looks again every `activeRecheckMs` (its readiness moves without
+// a transition). Fresh authority before the reads and after the last one (Guard).
+import { setTimeout as pause } from 'node:timers/promises';
+import type { EnvironmentEvent } from '../machines/environment-events.ts';
+import type { Queryable } from '../store/db.ts';
+import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
+import { readCurrentLease, readLatestLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
+import { readVolume } from '../store/workspaces.ts';
+import { ActorError, LeaseNotFoundError } from './errors.ts';
+import { Guard } from './guard.ts';
+import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
+import type {
+  AgentHost,
+  AttemptRunner,
+  Caller,
+  NetworkPolicyVerifier,
+  Permission,
+  ProjectsAuthority,
+  RunSelectionSource,
+} from './ports.ts';
+import type { ActorRuntime } from './runtime.ts';
+import { networkPolicyVerified } from './sandbox-admission.ts';
+import { observeLease, type Observation } from './sandbox-observe.ts';
+import {
+  agentHostTargetOf,
+  readinessConditions,
+  recordedRequestOf,
+  sameLease,
+  type ReadinessCondition,
+} from './sandbox-readiness.ts';
+import { leaseView, type LeaseView } from './sandbox-view.ts';
+import { maxWaitMs, type EnvironmentChanges, type WaitOptions } from './wait.ts';
+
+export interface InspectionDeps {
+  db: Queryable;
+  runtime: ActorRuntime<EnvironmentEvent>;
+  authority: ProjectsAuthority;
+  selections: RunSelectionSource;
+  runner: AttemptRunner;
+  /** Verifies a network policy generation afresh, at provision and at every inspection. */
+  networkPolicies: NetworkPolicyVerifier;
+  /** The AgentHost port: the configuration handshake and readiness evidence of a sandbox's Host. */
+  agentHost: AgentHost;
+  /** How long an inspection waits for its describe (default 5 s). */
+  describeTimeoutMs?: number;
+  /** Long-poll inspections (`?wait=`); without it an inspection runs at once. */
+  changes?: EnvironmentChanges;
+  /** How often a long-poll inspection of an Active lease that is not ready looks again (250 ms). */
+  activeRecheckMs?: number;
+}
+
+export interface Readiness {
+  /**
+   * The Environment's revision when the answer was read: what a long-polling caller passes as
+   * `after` to wait for the next change.
+   */
+  environmentRevision: number;
+  readyForDispatch: boolean;
+  /** The Environment's phase for this lease: the provider's, or `configured` once ready. */
+  phase: string | null;
+  conditions: ReadinessCondition[];
+  observation: Observation | null;
+  networkPolicy: { generation: number | null; verified: boolean };
+}
+
+/** The current lease, or the newest one when none is current. */
+export async function currentOrLatestLease(db: Queryable, env: EnvironmentRow): Promise<LeaseRow> {
+  const lease =
+    (await readCurrentLease(db, env.environmentId)) ?? (await readLatestLease(db, env.environmentId));
+  if (lease === null) throw new LeaseNotFoundError('the Environment has no sandbox lease');
+  return lease;
+}
+
+export class SandboxInspection {
+  constructor(
+    private readonly deps: InspectionDeps,
+    private readonly permissions: readonly Permission[],
+  ) {}
+
+  /**
+   * The lease and its readiness for dispatch, as conditions (actors/sandbox-readiness.ts): an exact
+   * describe run now through the one runner (bounded wait), the AgentHost's configuration evidence,
+   * the requested network policy generation verified afresh and the Workspace attachment, all
+   * against the same lease, re-read after every observation.
+   */
+  async inspect(
+    caller: Caller,
+    address: EnvironmentAddress,
+    networkPolicyGeneration: number | undefined,
+    wait?: WaitOptions,
+  ): Promise<{ lease: LeaseView } & Readiness> {
+    const { db, changes } = this.deps;
+    if (changes === undefined || wait === undefined) {
+      return this.#inspectOnce(caller, address, networkPolicyGeneration);
+    }
+    const deadline = Date.now() + Math.min(wait.waitMs, maxWaitMs);
+    const guard = new Guard(this.deps, caller, address.projectId, this.permissions);
+    await guard.check();
+    const before = await readOwnedEnvironment(db, guard.caller, address);
+    const after = wait.after ?? before.revision;
+    // An Active lease's readiness moves without a transition (the sandbox starts, its Host
+    // configures, the lease runs out), so the revision cannot tell the caller's answer is stale:
+    // look again every `activeRecheckMs` until it is ready, stops being Active, or the deadline.
+    // Every other state changes only by a transition: wait for one past `after`.
+    if ((await readCurrentLease(db, before.environmentId))?.state !== 'Active') {
+      await changes.readAfterChange(
+        address.environmentId,
+        { waitMs: Math.max(0, deadline - Date.now()), after },
+        () => readOwnedEnvironment(db, guard.caller, address),
+        (row) => row.revision,
+      );
+      const answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+      if (answer.lease.state !== 'Active' || answer.readyForDispatch) return answer;
+      return this.#inspectActive(caller, address, networkPolicyGeneration, answer, deadline);
+    }
+    // The caller saw this revision: its answer is at most one look old, so pause before the next.
+    if (before.revision <= after) await pause(Math.min(this.#recheckMs(), deadline - Date.now()));
+    const answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+    return this.#inspectActive(caller, address, networkPolicyGeneration, answer, deadline);
+  }
+
+  #recheckMs(): number {
+    return this.deps.activeRecheckMs ?? 250;
+  }
+
+  /** Re-inspects an Active lease that is not ready until it is, stops being Active, or the deadline. */
+  async #inspectActive(
+    caller: Caller,
+    address: EnvironmentAddress,
+    networkPolicyGeneration: number | undefined,
+    first: { lease: LeaseView } & Readiness,
+    deadline: number,
+  ): Promise<{ lease: LeaseView } & Readiness> {
+    let answer = first;
+    while (answer.lease.state === 'Active' && !answer.readyForDispatch && Date.now() < deadline) {
+      await pause(Math.min(this.#recheckMs(), deadline - Date.now()));
+      answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+    }
+    return answer;
+  }
+
+  async #inspectOnce(
+    caller: Caller,
+    address: EnvironmentAddress,
+    networkPolicyGeneration: number | undefined,
+  ): Promise<{ lease: LeaseView } & Readiness> {
+    const { db, networkPolicies, runtime, runner } = this.deps;
+    const timeoutMs = this.deps.describeTimeoutMs ?? 5_000;
+    const guard = new Guard(this.deps, caller, address.projectId, this.permissions);
+    const env = await guard.owner(address);
+    const first = await currentOrLatestLease(this.deps.db, env);
+    // The describe's commit rechecks inside its transaction; the answer waits for the last check.
+    const observation = await observeLease(
+      { runtime, runner, describeTimeoutMs: timeoutMs },
+      first,
+      guard.commit(address.runId),
+    );
+    const request = recordedRequestOf(first);
+    const verified =
+      networkPolicyGeneration !== undefined &&
+      networkPolicyGeneration === request?.networkPolicyGeneration &&
+      (await networkPolicyVerified(networkPolicies, env.tenantId, env.projectId, networkPolicyGeneration));
+    const observed = await readLeaseByOperation(db, first.operationId);
+    // Traffic stops when the Pod answering is not the one the lease mapped (a reused name, or
+    // status that is stale): never ready, and the observation says why.
+    const mapped = observed?.resource?.placement['podUid'];
+    const replacedPod =
+      observation?.podUid !== undefined && mapped !== undefined && observation.podUid !== mapped
+        ? { seen: observation.podUid, mapped }
+        : null;
+    const seen: Observation | null =
+      replacedPod !== null && observation !== null
+        ? {
+            ...observation,
+            error: {
+              code: 'pod-replaced',
+              message: `the Pod answering (UID ${replacedPod.seen}) is not the one this lease mapped (UID ${replacedPod.mapped}); a name was reused or status is stale`,
+            },
+          }
+        : observation;
+    // The Host is asked only about a lease still the same, seen started by an exact describe.
+    const askHost =
+      observed !== null &&
+      sameLease(first, observed) &&
+      first.state === 'Active' &&
+      seen?.exact === true &&
+      seen.error === null &&
+      seen.finished === null &&
+      seen.phase === 'started';
+    const host = askHost ? await this.#askHost(observed, timeoutMs) : null;
+    const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
+    const last = await readLeaseByOperation(db, first.operationId);
+    const volume = await readVolume(db, (request?.workspace ?? first.workspace).volumeId);
+    const conditions = readinessConditions({
+      first: observed ?? first,
+      last,
+      now: new Date(),
+      observation: seen,
+      replacedPod,
+      host,
+      network: { requested: networkPolicyGeneration, verified },
+      volume,
+    });
+    const ready = conditions.every((c) => c.status === 'True');
+    const configured = conditions.find((c) => c.type === 'HostConfigured')?.status === 'True';
+    await guard.check();
+    return {
+      lease: leaseView(last ?? observed ?? first),
+      environmentRevision: revision,
+      readyForDispatch: ready,
+      phase: configured && ready ? 'configured' : (seen?.phase ?? null),
+      conditions,
+      observation: seen,
+      networkPolicy: { generation: networkPolicyGeneration ?? null, verified },
+    };
+  }
+
+  /** The Host's readiness evidence (no effect): the inspection's closing check follows it. */
+  async #askHost(lease: LeaseRow, timeoutMs: number) {
+    try {
+      const answer = await this.deps.agentHost.readiness(
+        agentHostTargetOf(lease),
+        AbortSignal.timeout(timeoutMs),
+      );
+      return { answer };
+    } catch (error) {
+      if (error instanceof ActorError) throw error;
+      return {
+        error: `the AgentHost could not be asked: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+  }
+}
