@@ -3,34 +3,12 @@
 // and `commands` (BuildTest operations on the current lease). Effects are
 // named actions `effect.*` (outbox rows); `record.*` actions are row writes the runtime performs
 // in the same transaction (lease rows, reconciled attempts).
-import { and, assign, not, or, setup, stateIn } from 'xstate';
-import {
-  ownerFenceOf,
-  type EnvironmentContext,
-  type LeaseContext,
-  type SandboxState,
-} from './environment-context.ts';
-import {
-  cleanupEffectFor,
-  effectFor,
-  type CleanupClaimRecord,
-  type CleanupFailedRecord,
-  type CleanupRecord,
-  type CleanupReleasedRecord,
-  type SweepOpenedRecord,
-  sweepEffectFor,
-  sweepOpenedOf,
-  leaseRecord,
-  type AttemptResolution,
-  reservationOf,
-  type LeaseRecord,
-  type LeaseReservation,
-  type ProviderEffect,
-} from './environment-effects.ts';
-import type { EnvironmentEvent, EnvironmentInput } from './environment-events.ts';
-import * as c from './environment-cleanup.ts';
-import * as cmd from './environment-commands.ts';
-import * as g from './environment-guards.ts';
+import { and, not, or, stateIn } from 'xstate';
+import { environmentSetup } from './environment-setup.ts';
+import { cleanupRegion, commandsRegion } from './environment-regions.ts';
+import { type EnvironmentContext, type LeaseContext, type SandboxState } from './environment-context.ts';
+import { effectFor, leaseRecord, reservationOf, type AttemptResolution } from './environment-effects.ts';
+import type { EnvironmentEvent } from './environment-events.ts';
 import * as u from './environment-updates.ts';
 
 const lease = (context: EnvironmentContext): LeaseContext => {
@@ -102,103 +80,7 @@ const terminalSandbox = or([
   stateIn({ sandbox: 'Failed' }),
 ]);
 
-type Args = { context: EnvironmentContext; event: EnvironmentEvent };
-/** The commands region's attempt the transition just opened (after its context update). */
-const commandEffect = {
-  type: 'effect.provider' as const,
-  params: ({ context, event }: Args) => cmd.commandEffectOf(context, event),
-};
-const recordCommand = {
-  type: 'record.command' as const,
-  params: ({ context, event }: Args) => cmd.commandRecordOf(context, event),
-};
-
-export const environmentMachine = setup({
-  types: {
-    context: {} as EnvironmentContext,
-    events: {} as EnvironmentEvent,
-    input: {} as EnvironmentInput,
-  },
-  guards: {
-    releaseAllowed: g.releaseAllowed,
-    noUnresolved: g.noUnresolved,
-    leaseMatches: g.leaseMatches,
-    currentAttempt: g.currentAttempt,
-    staleAttempt: g.staleAttempt,
-    othersUnresolved: g.othersUnresolved,
-    othersAwaitResult: g.othersAwaitResult,
-    releaseConfirmed: g.releaseConfirmed,
-    recovering: g.recovering,
-    foundOwnResource: g.foundOwnResource,
-    observedFinished: g.observedFinished,
-    reconcileIdle: g.reconcileIdle,
-    authorityLapsed: g.authorityLapsed,
-    expiryDue: g.expiryDue,
-    renewAllowed: g.renewAllowed,
-    renewalAnswered: g.renewalAnswered,
-    parked: g.parked,
-    noOpenCleanup: c.noOpenCleanup,
-    newCleanup: c.newCleanup,
-    sweepsOtherLease: c.otherLease,
-    cleanupClaimable: c.claimable,
-    cleanupClaimCurrent: c.claimCurrent,
-    cleanupFenceCurrent: c.fenceCurrent,
-    commandOnCurrentLease: cmd.onCurrentLease,
-    newCommand: cmd.newCommand,
-    commandStepCurrent: cmd.stepCurrent,
-    commandReconcilable: cmd.reconcilable,
-    commandAcknowledgeable: cmd.acknowledgeable,
-  },
-  actions: {
-    recordReleaseRequest: assign({
-      release: ({ event }) =>
-        event.type === 'environment.release' ? { idempotencyKey: event.idempotencyKey } : null,
-    }),
-    reserveLease: assign({ sandbox: u.reserveLease }),
-    openAttempt: assign({
-      sandbox: (args, params: { kind: u.LeaseEffectKind }) => u.openAttempt(args, params.kind),
-    }),
-    settleAttempt: assign({ sandbox: u.settleAttempt }),
-    markUnknown: assign({ sandbox: u.markUnknown }),
-    adoptResource: assign({ sandbox: u.adoptResource }),
-    recordObservation: assign({ sandbox: u.recordObservation }),
-    beginRelease: assign({ sandbox: u.beginRelease }),
-    clearRecovering: assign({ sandbox: u.clearRecovering }),
-    setRecovering: assign({
-      sandbox: (args, params: { what: 'provision' | 'release' }) => u.setRecovering(args, params.what),
-    }),
-    confirmRelease: assign({ sandbox: u.confirmRelease }),
-    clearReleaseConfirmation: assign({ sandbox: u.clearReleaseConfirmation }),
-    recordFailure: assign({ sandbox: u.recordFailure }),
-    markLost: assign({ sandbox: u.markLost }),
-    parkForAuthority: assign({ sandbox: u.parkForAuthority }),
-    expireLease: assign({ sandbox: u.expireLease }),
-    beginRenewal: assign({ sandbox: u.beginRenewal }),
-    applyRenewal: assign({ sandbox: u.applyRenewal }),
-    settleAllUnresolved: assign({ sandbox: u.settleAllUnresolved }),
-    addCleanup: assign({ cleanups: c.addCleanup }),
-    countAttempt: assign({ sandbox: u.countAttempt }),
-    claimCleanup: assign({ cleanups: c.claimCleanup }),
-    dropCleanup: assign({ cleanups: c.dropCleanup }),
-    unclaimCleanup: assign({ cleanups: c.unclaimCleanup }),
-    reserveCommand: assign({ commands: cmd.reserveCommand }),
-    stepCommand: assign({ commands: cmd.stepCommand }),
-    reopenCommand: assign({ commands: cmd.reopenCommand }),
-    acknowledgeCommand: assign({ commands: cmd.acknowledgeCommand }),
-    // Data for the runtime; executing them here does nothing.
-    'effect.provider': (_, _params: ProviderEffect) => undefined,
-    'record.leaseReserved': (_, _params: LeaseReservation) => undefined,
-    'record.lease': (_, _params: LeaseRecord) => undefined,
-    'record.attemptsResolved': (_, _params: AttemptResolution[]) => undefined,
-    'record.cleanup': (_, _params: CleanupRecord[]) => undefined,
-    'record.sweepOpened': (_, _params: SweepOpenedRecord) => undefined,
-    'record.cleanupClaimed': (_, _params: CleanupClaimRecord) => undefined,
-    'record.cleanupReleased': (_, _params: CleanupReleasedRecord) => undefined,
-    'record.cleanupFailed': (_, _params: CleanupFailedRecord) => undefined,
-    'record.commandReserved': (_, _params: cmd.CommandReservedRecord) => undefined,
-    'record.command': (_, _params: cmd.CommandStateRecord) => undefined,
-  },
-}).createMachine({
+export const environmentMachine = environmentSetup.createMachine({
   id: 'environment',
   type: 'parallel',
   context: ({ input }) => ({
@@ -536,125 +418,8 @@ export const environmentMachine = setup({
         },
       },
     },
-    // Late resources: valid resources of ours that no current lease owns. Each is released on its
-    // own, one claim at a time, under the Environment's current owner fence; the terminal lease it
-    // came from is never changed. Any open item blocks Environment release.
-    cleanup: {
-      initial: 'Clean',
-      on: {
-        'cleanup.recorded': {
-          guard: 'newCleanup',
-          target: '.Pending',
-          // The records are taken before addCleanup: they are the items new to this transition.
-          actions: [
-            {
-              type: 'record.cleanup',
-              params: ({ context, event }) => c.cleanupRecordsOf(context, event),
-            },
-            'addCleanup',
-          ],
-        },
-        // An owner listing of a terminal lease (never the current one while it is current).
-        'cleanup.sweep': {
-          guard: or([stateIn({ sandbox: 'Released' }), stateIn({ sandbox: 'Failed' }), 'sweepsOtherLease']),
-          actions: [
-            // Every opened attempt counts (and a transition that changes nothing is not recorded).
-            'countAttempt',
-            { type: 'effect.provider', params: ({ event }) => sweepEffectFor(event) },
-            { type: 'record.sweepOpened', params: ({ event }) => sweepOpenedOf(event) },
-          ],
-        },
-      },
-      states: {
-        Clean: {},
-        Pending: {
-          always: { guard: 'noOpenCleanup', target: 'Clean' },
-          on: {
-            'cleanup.claim': {
-              guard: 'cleanupClaimable',
-              actions: [
-                'claimCleanup',
-                {
-                  type: 'record.cleanupClaimed',
-                  params: ({ context, event }) => c.claimRecordOf(context, event),
-                },
-                {
-                  type: 'effect.provider',
-                  params: ({ context, event }) => {
-                    const { cleanupId, item } = c.claimedItem(context, event);
-                    return cleanupEffectFor(
-                      cleanupId,
-                      item,
-                      item.attemptId ?? '',
-                      item.claimToken ?? '',
-                      item.authorizingFence ?? ownerFenceOf(context),
-                    );
-                  },
-                },
-              ],
-            },
-            // The receipt is saved only while its claim is the current one and the owner fence that
-            // authorized it is still current (compare-and-swap); a newer claim supersedes it.
-            'cleanup.released': {
-              guard: and(['cleanupClaimCurrent', 'cleanupFenceCurrent']),
-              actions: [
-                {
-                  type: 'record.cleanupReleased',
-                  params: ({ context, event }) => c.releasedRecordOf(context, event),
-                },
-                'dropCleanup',
-              ],
-            },
-            'cleanup.failed': {
-              guard: 'cleanupClaimCurrent',
-              actions: [
-                {
-                  type: 'record.cleanupFailed',
-                  params: ({ event }) => c.failedRecordOf(event),
-                },
-                'unclaimCleanup',
-              ],
-            },
-          },
-        },
-      },
-    },
-    // BuildTest operations on the current lease (docs/build-test.md). One state for the region: what
-    // each operation may do next is its own item's state, decided by the guards below; every step is
-    // a provider attempt opened by the transition that decides it.
-    commands: {
-      initial: 'Open',
-      states: {
-        Open: {
-          on: {
-            'command.reserve': {
-              guard: and([stateIn({ sandbox: 'Active' }), 'commandOnCurrentLease', 'newCommand']),
-              actions: [
-                { type: 'record.commandReserved', params: ({ event }) => cmd.reservationOf(event) },
-                'reserveCommand',
-                commandEffect,
-              ],
-            },
-            'command.stepped': [
-              // Collection is opened by the same transition that saw the command exit 0.
-              {
-                guard: and(['commandStepCurrent', ({ event }) => cmd.advanced(event)]),
-                actions: ['stepCommand', recordCommand, commandEffect],
-              },
-              { guard: 'commandStepCurrent', actions: ['stepCommand', recordCommand] },
-            ],
-            'command.reconcile': {
-              guard: 'commandReconcilable',
-              actions: ['reopenCommand', recordCommand, commandEffect],
-            },
-            'command.acknowledged': {
-              guard: 'commandAcknowledgeable',
-              actions: ['acknowledgeCommand', recordCommand, commandEffect],
-            },
-          },
-        },
-      },
-    },
+    cleanup: cleanupRegion,
+    commands: commandsRegion,
   },
 });
 
