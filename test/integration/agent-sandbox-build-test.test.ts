@@ -4,7 +4,6 @@
 // that parses, and every refusal (a wrong receipt, a failed command, a receipt for another Pod, a
 // Pod re-created under the same name) comes back as the port promises.
 import { existsSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseDocument } from '../../formats/awscapt2/output-document.ts';
@@ -16,17 +15,10 @@ import {
   repositoryPathOf,
 } from '../../providers/agent-sandbox/build-test-names.ts';
 import { pvcNameOf } from '../../providers/agent-sandbox/names.ts';
-import type {
-  AcceptedCommandSpec,
-  BuildTestBinding,
-  BuildTestPlacement,
-  BuildTestProfileSnapshot,
-  CollectorObservation,
-  CommandPodRequest,
-} from '../../providers/build-test.ts';
+import type { CollectorObservation } from '../../providers/build-test.ts';
 import { ProviderError } from '../../providers/errors.ts';
 import type { SandboxProvider } from '../../providers/provider.ts';
-import { budget, failureOf, newOwner, provisionRequest } from '../contract/contract-subject.ts';
+import { budget, failureOf } from '../contract/contract-subject.ts';
 import { installBuildTest, type FakeBuildTest } from '../fakes/kube-api/build-test-kubelet.ts';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../fakes/kube-api/index.ts';
 import { sha256 } from '../support/build-test-commands.ts';
@@ -40,23 +32,7 @@ import {
   withWorkspaces,
 } from '../support/fake-cluster-harness.ts';
 import { gitSeed, type GitSeed } from '../support/git-seed.ts';
-
-const profile: BuildTestProfileSnapshot = {
-  hash: 'a'.repeat(64),
-  images: {
-    command: `registry.invalid/build@sha256:${'1'.repeat(64)}`,
-    collector: `registry.invalid/agenthost@sha256:${'2'.repeat(64)}`,
-  },
-  resources: {
-    command: { cpu: '1', memory: '1Gi', ephemeralStorage: '1Gi' },
-    collector: { cpu: '500m', memory: '512Mi', ephemeralStorage: '1Gi' },
-    commandTimeoutSeconds: 600,
-    collectorTimeoutSeconds: 60,
-    maxLogBytes: 4096,
-  },
-  egress: 'deny-all',
-  collector: { executable: '/usr/local/bin/agenthost', args: ['--build-test-output-collector-v1'] },
-};
+import { runnerOperation, type RunnerOperation } from '../support/build-test-runner-fixture.ts';
 
 let fake: FakeKubeApi;
 let bt: FakeBuildTest;
@@ -88,52 +64,10 @@ afterAll(async () => {
   await bt?.close();
 });
 
-interface Operation {
-  binding: BuildTestBinding;
-  placement: BuildTestPlacement;
-  command: AcceptedCommandSpec;
-  request: CommandPodRequest;
-}
+type Operation = RunnerOperation;
 
 /** A fresh operation on a fresh lease provisioned through the adapter. */
-async function operation(version: 1 | 2, outputs: string[]): Promise<Operation> {
-  const owner = newOwner();
-  const provision = provisionRequest({ provider }, owner);
-  const lease = await provider.provision(provision, budget());
-  const id = randomBytes(5).toString('hex');
-  const binding: BuildTestBinding = {
-    operationId: `bt-op-${id}`,
-    checkpoint: {
-      tenantId: owner.tenantId,
-      projectId: 'p',
-      runId: owner.runId,
-      stepId: 's',
-      checkpointId: `cp-${id}`,
-    },
-    requestFingerprint: sha256(Buffer.from(`request ${id}`)),
-    acceptedCommandHash: sha256(Buffer.from(`command ${id}`)),
-  };
-  const placement: BuildTestPlacement = {
-    lease: { owner, resourceId: lease.resourceId, options: provision.options },
-    workspace: provision.workspace,
-    networkPolicyGeneration: 1,
-  };
-  const command: AcceptedCommandSpec = {
-    version,
-    executable: '/usr/bin/make',
-    args: ['build'],
-    workingDirectory: '.',
-    environment: { CI: '1' },
-    timeoutSeconds: 600,
-    outputs,
-    source:
-      version === 2
-        ? { seedSha256: sha256(seed.bytes), seedLength: seed.bytes.length, baseSha: seed.baseSha }
-        : null,
-  };
-  const request = { binding, placement, profile, command, seed: version === 2 ? seed.bytes : null };
-  return { binding, placement, command, request };
-}
+const operation = (version: 1 | 2, outputs: string[]) => runnerOperation(provider, version, outputs, seed);
 
 const podOf = (name: string) =>
   fake.objects.get({ apiVersion: 'v1', kind: 'Pod', namespace: NAMESPACE, name });

@@ -3,22 +3,13 @@
 // and every start is idempotent across runner instances (a second "process" over the same database
 // and state directory), never running a command or capturing a tree twice.
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument } from '../../formats/awscapt2/output-document.ts';
-import type {
-  AcceptedCommandSpec,
-  BuildTestBinding,
-  BuildTestPlacement,
-  BuildTestProfileSnapshot,
-  CollectorReceipt,
-  CommandPodRequest,
-  PodRef,
-} from '../../providers/build-test.ts';
+import type { CollectorReceipt, PodRef } from '../../providers/build-test.ts';
 import { ProviderError } from '../../providers/errors.ts';
 import {
   SimulatedBuildTestRunner,
@@ -28,9 +19,14 @@ import { migrateSimulated } from '../../providers/simulated/migrate.ts';
 import { SimulatedProvider } from '../../providers/simulated/simulated-provider.ts';
 import type { Database } from '../../store/db.ts';
 import { findBuildTestPod } from '../../store/simulated-build-test-pods.ts';
-import { budget, failureOf, newOwner, provisionRequest } from '../contract/contract-subject.ts';
+import { budget, failureOf } from '../contract/contract-subject.ts';
 import { sha256 } from '../support/build-test-commands.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import {
+  runnerOperation,
+  runnerProfile,
+  type RunnerOperation,
+} from '../support/build-test-runner-fixture.ts';
 
 const run = promisify(execFile);
 const git = (cwd: string, ...args: string[]) =>
@@ -46,22 +42,7 @@ const BASE = {
   'scripts/build.sh': '#!/bin/sh\nexit 0\n',
 };
 
-const profile: BuildTestProfileSnapshot = {
-  hash: 'a'.repeat(64),
-  images: {
-    command: `registry.invalid/build@sha256:${'1'.repeat(64)}`,
-    collector: `registry.invalid/collector@sha256:${'2'.repeat(64)}`,
-  },
-  resources: {
-    command: { cpu: '1', memory: '1Gi', ephemeralStorage: '1Gi' },
-    collector: { cpu: '1', memory: '1Gi', ephemeralStorage: '1Gi' },
-    commandTimeoutSeconds: 600,
-    collectorTimeoutSeconds: 60,
-    maxLogBytes: 4096,
-  },
-  egress: 'deny-all',
-  collector: { executable: '/usr/bin/agenthost', args: ['--build-test-output-collector-v1'] },
-};
+const profile = runnerProfile;
 
 let iso: IsolatedPostgres;
 let db: Database;
@@ -98,53 +79,11 @@ afterAll(async () => {
   await rm(seedDir, { recursive: true, force: true });
 });
 
-interface Operation {
-  binding: BuildTestBinding;
-  placement: BuildTestPlacement;
-  command: AcceptedCommandSpec;
-  request: CommandPodRequest;
-}
+type Operation = RunnerOperation;
 
 /** A fresh operation on a fresh live lease. */
-async function operation(
-  version: 1 | 2,
-  outputs: string[],
-  seedBytes: Uint8Array = seed,
-): Promise<Operation> {
-  const owner = newOwner();
-  const provision = provisionRequest({ provider }, owner);
-  const lease = await provider.provision(provision, budget());
-  const id = randomBytes(5).toString('hex');
-  const binding: BuildTestBinding = {
-    operationId: `bt-op-${id}`,
-    checkpoint: {
-      tenantId: owner.tenantId,
-      projectId: 'p',
-      runId: owner.runId,
-      stepId: 's',
-      checkpointId: `cp-${id}`,
-    },
-    requestFingerprint: sha256(Buffer.from(`request ${id}`)),
-    acceptedCommandHash: sha256(Buffer.from(`command ${id}`)),
-  };
-  const placement: BuildTestPlacement = {
-    lease: { owner, resourceId: lease.resourceId, options: provision.options },
-    workspace: provision.workspace,
-    networkPolicyGeneration: 1,
-  };
-  const command: AcceptedCommandSpec = {
-    version,
-    executable: '/usr/bin/make',
-    args: ['build'],
-    workingDirectory: '.',
-    environment: {},
-    timeoutSeconds: 600,
-    outputs,
-    source: version === 2 ? { seedSha256: sha256(seed), seedLength: seed.length, baseSha } : null,
-  };
-  const request = { binding, placement, profile, command, seed: version === 2 ? seedBytes : null };
-  return { binding, placement, command, request };
-}
+const operation = (version: 1 | 2, outputs: string[], sent: Uint8Array = seed) =>
+  runnerOperation(provider, version, outputs, { bytes: seed, baseSha }, sent);
 
 /** Starts the command, observes it exited 0, starts the collector and answers its observation. */
 async function runToCollector(op: Operation, plan?: SimulatedCommandPlan, on = runner) {
