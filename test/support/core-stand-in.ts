@@ -66,6 +66,31 @@ export interface CoreStandIn {
 const ROUTE =
   /^\/core\/tenants\/([^/]+)\/projects\/([^/]+)\/runs\/([^/]+)\/build-test\/steps\/([^/]+)\/checkpoints\/([^/]+)\/(accepted-command|workspace-seed|operations\/([^/]+)\/journal-acknowledgment\/verify)$/;
 
+/**
+ * Serves `handle` on a free port of 127.0.0.1 under `/core/`: a handler that throws answers 500 (or
+ * drops a started answer). Answers the base URL and how to stop it, open connections included.
+ */
+export async function listenStandIn(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<unknown>,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) sendJson(res, 500, { error: 'stand-in failure' });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/core/`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 export function sendJson(
   res: ServerResponse,
   status: number,
@@ -159,20 +184,7 @@ export async function startCoreStandIn(options: {
     return sendJson(res, 405, { error: 'method not allowed' });
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch(() => {
-      if (!res.headersSent) sendJson(res, 500, { error: 'stand-in failure' });
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  standIn.url = `http://127.0.0.1:${port}/core/`;
-  standIn.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  Object.assign(standIn, await listenStandIn(handle));
   return standIn;
 }
 

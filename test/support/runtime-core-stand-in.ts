@@ -3,8 +3,7 @@
 // RuntimeCore over a database), authenticates bearers from a fixed table, records every request,
 // and lets a test intercept a request to answer it its own way (another Environment's operation,
 // a verdict about another operation, a 5xx).
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import type { CoreActor, RuntimeCore } from '../../actors/ports.ts';
 import {
@@ -13,7 +12,7 @@ import {
   sameStep,
   type RuntimeStepRef,
 } from '../../actors/runtime-core/runtime-operation.ts';
-import { sendJson } from './core-stand-in.ts';
+import { listenStandIn, sendJson } from './core-stand-in.ts';
 
 export type RuntimeCoreRoute = 'current-operation' | 'confirm-saved' | 'current-registration';
 
@@ -108,19 +107,6 @@ export async function startRuntimeCoreStandIn(options: {
     return sendJson(res, 405, { error: 'method not allowed' });
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch(() => {
-      if (!res.headersSent) sendJson(res, 500, { error: 'stand-in failure' });
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  standIn.url = `http://127.0.0.1:${port}/core/`;
-  standIn.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  Object.assign(standIn, await listenStandIn(handle));
   return standIn;
 }
