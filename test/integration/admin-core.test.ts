@@ -7,9 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_SEED_BYTES } from '../../actors/build-test/accepted-command.ts';
 import { EmbeddedCore } from '../../actors/build-test/core-embedded.ts';
 import type { AcceptedBuildTestCommand, JournalAcknowledgment } from '../../actors/ports.ts';
-import { createApp } from '../../http/app.ts';
-import { createTokenVerifier } from '../../http/auth/verify.ts';
-import { createLogger } from '../../lib/logger.ts';
 import { MAX_BODY_BYTES } from '../../lib/limits.ts';
 import {
   acknowledgmentFor,
@@ -20,28 +17,21 @@ import {
   version2Command,
 } from '../support/build-test-commands.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';
-import { audience, buildHarness, issuer, type Harness } from '../support/harness.ts';
+import { buildHarness, type Harness } from '../support/harness.ts';
+import { embeddedAndProductionApps } from '../support/admin-apps.ts';
 
 const key = new Uint8Array(32).fill(7);
 let handle: BackendHandle;
 let h: Harness;
 let operator: string;
 let user: string;
-let app: ReturnType<typeof createApp>;
-let production: ReturnType<typeof createApp>;
+let app: ReturnType<typeof embeddedAndProductionApps>['app'];
+let production: ReturnType<typeof embeddedAndProductionApps>['production'];
 
 beforeAll(async () => {
   handle = await openBackend('pglite');
   h = await buildHarness(handle.db, { key });
-  const deps = {
-    db: handle.db,
-    services: h.services,
-    verifier: createTokenVerifier({ kind: 'hs256', key, issuer, audience }),
-    logger: createLogger({ level: 'silent' }),
-    provider: h.provider.identity,
-  };
-  app = createApp({ ...deps, embedded: true });
-  production = createApp({ ...deps, embedded: false });
+  ({ app, production } = embeddedAndProductionApps(handle.db, h, key));
   operator = await h.token('acme', 'ops', { operator: true });
   user = await h.token('acme', 'alice');
 });
