@@ -10,7 +10,7 @@ import { parseDocument } from '../../formats/awscapt2/output-document.ts';
 import { AgentSandboxBuildTestRunner } from '../../providers/agent-sandbox/build-test-runner.ts';
 import { installBuildTest, type FakeBuildTest } from '../fakes/kube-api/build-test-kubelet.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/index.ts';
-import { loadedProfile } from '../support/build-test-profile.ts';
+import { embeddedWorker, loadedProfile } from '../support/build-test-profile.ts';
 import { acceptVersion2 } from '../support/build-test-scenario.ts';
 import { skipWithoutCrds } from '../support/crd-dir.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';
@@ -56,17 +56,7 @@ describe.skipIf(skipWithoutCrds)('BuildTest over HTTP on the Agent Sandbox adapt
       networkPolicies: verifierOn(fake),
       buildTest: {
         offer: { profile: loadedProfile(), core, runner },
-        worker: {
-          runner,
-          core,
-          pollMs: 50,
-          workerActor: (tenantId) => ({
-            tenantId,
-            subject: 'sandlot-worker',
-            bearer: '',
-            expiresAt: new Date(Date.now() + 60_000),
-          }),
-        },
+        worker: embeddedWorker(runner, core),
       },
     });
   }, 60_000);

@@ -19,7 +19,7 @@ import type { BuildTestRunner } from '../../providers/build-test.ts';
 import { SimulatedBuildTestRunner } from '../../providers/simulated/build-test-runner.ts';
 import { recordBuildTestStep, readBuildTestOperation } from '../../store/build-test-operations.ts';
 import { sha256 } from '../support/build-test-commands.ts';
-import { loadedProfile, profileDocument } from '../support/build-test-profile.ts';
+import { embeddedWorker, loadedProfile, profileDocument } from '../support/build-test-profile.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
 import { gitSeed, type GitSeed } from '../support/git-seed.ts';
 import { acceptVersion2 as acceptScenario } from '../support/build-test-scenario.ts';
@@ -30,22 +30,6 @@ import { createLogger } from '../../lib/logger.ts';
 import { startWorkers } from '../../workers/host.ts';
 
 const profile = loadedProfile();
-
-/**
- * The workers' side of the offer: a worker asks the embedded Core as `sandlot-worker` of the tenant,
- * and runs each step under the profile its lease recorded (so it is given none).
- */
-const workerSide = (runner: BuildTestRunner, core: EmbeddedCore) => ({
-  runner,
-  core,
-  pollMs: 50,
-  workerActor: (tenantId: string) => ({
-    tenantId,
-    subject: 'sandlot-worker',
-    bearer: '',
-    expiresAt: new Date(Date.now() + 60_000),
-  }),
-});
 
 const checkpoint = (checkpointId: string) => ({
   tenantId: 'acme',
@@ -93,7 +77,7 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
       workers: { callTimeoutMs: 5_000 },
       buildTest: {
         offer: { profile, core, runner },
-        worker: workerSide(runner, core),
+        worker: embeddedWorker(runner, core),
       },
     });
     s = await setupScenario(h);
@@ -383,7 +367,7 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
         networkPolicies: h.networkPolicies,
         authority: h.authority,
         selections: h.selections,
-        buildTest: workerSide(restarted, core),
+        buildTest: embeddedWorker(restarted, core),
       },
       { reconcileEveryMs: 200, republishAfterMs: 500, relayPollMs: 100, callTimeoutMs: 5_000 },
     );
@@ -458,7 +442,7 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
       workers: { callTimeoutMs: 5_000 },
       buildTest: {
         offer: { profile: changed, core, runner: recording },
-        worker: workerSide(recording, core),
+        worker: embeddedWorker(recording, core),
       },
     });
     try {

@@ -12,7 +12,7 @@ import { EmbeddedCore } from '../../actors/build-test/core-embedded.ts';
 import type { Core } from '../../actors/ports.ts';
 import type { BuildTestRunner } from '../../providers/build-test.ts';
 import { SimulatedBuildTestRunner } from '../../providers/simulated/build-test-runner.ts';
-import { loadedProfile } from '../support/build-test-profile.ts';
+import { embeddedWorker, loadedProfile } from '../support/build-test-profile.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
 import { gitSeed } from '../support/git-seed.ts';
 import { acceptVersion2 } from '../support/build-test-scenario.ts';
@@ -60,17 +60,7 @@ describe('BuildTest refusals in the worker', () => {
       workers: { callTimeoutMs: 5_000 },
       buildTest: {
         offer: { profile, core: embedded, runner: simulated },
-        worker: {
-          runner,
-          core,
-          pollMs: 50,
-          workerActor: (tenantId) => ({
-            tenantId,
-            subject: 'sandlot-worker',
-            bearer: '',
-            expiresAt: new Date(Date.now() + 60_000),
-          }),
-        },
+        worker: embeddedWorker(runner, core),
       },
     });
     s = await setupScenario(h);

@@ -3,6 +3,10 @@
 import type { BuildTestProfileRef } from '../../actors/build-test/service.ts';
 import { checkProfile } from '../../config/build-test-profile.ts';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
+import { buildTestWorkerFor } from '../../cli/compose.ts';
+import type { Core } from '../../actors/ports.ts';
+import type { BuildTestRunner } from '../../providers/build-test.ts';
+import type { BuildTestWorkerDeps } from '../../workers/build-test-step.ts';
 
 export function profileDocument(executables = ['/usr/bin/make', '/usr/bin/npm'], versions = ['v1', 'v2']) {
   return {
@@ -29,4 +33,17 @@ export function loadedProfile(document: unknown = profileDocument()): BuildTestP
   const checked = checkProfile(document);
   if (!('profile' in checked)) throw new Error(checked.problems.join('; '));
   return { ...checked.profile, hash: sha256Hex(canonicalJson(checked.profile)) };
+}
+
+/**
+ * The workers' side of an embedded BuildTest offer, as cli/compose.ts builds it (a worker asks the
+ * stand-in Core as `sandlot-worker` of the tenant), looking at a running Pod every 50 ms.
+ */
+export function embeddedWorker(runner: BuildTestRunner, core: Core): BuildTestWorkerDeps {
+  const worker = buildTestWorkerFor(
+    { profile: loadedProfile(), core, runner },
+    { mode: 'embedded' },
+  ).buildTest;
+  if (worker === undefined) throw new Error('an offer with a runner has a worker side');
+  return { ...worker, pollMs: 50 };
 }
