@@ -16,8 +16,10 @@ import type {
   NetworkPolicyVerifier,
   ProjectsAuthority,
   RunSelectionSource,
+  RuntimeCore,
   WorkspaceStorage,
 } from './ports.ts';
+import type { NetworkPolicyWriter } from './network-policy-writer.ts';
 import { ActorRuntime } from './runtime.ts';
 import { PlacementService } from './placement.ts';
 import { RuntimeProfileService } from './runtime-profiles.ts';
@@ -60,6 +62,10 @@ export function createServices(deps: {
   workspaceStorage?: WorkspaceStorage;
   /** The AcceptedBuildTestProfile and the Core port (unset: BuildTest is not offered, 409). */
   buildTest?: BuildTestOffer;
+  /** Core's suspend/resume side (unset: no Core is configured, and suspend and resume answer 503). */
+  runtimeCore?: RuntimeCore;
+  /** The network policy owner's write, for resume (unset: resume cannot reapply rules, 503). */
+  networkPolicyWriter?: NetworkPolicyWriter;
 }): Services {
   const agentHost = deps.agentHost ?? new EmbeddedAgentHost({ db: deps.db });
   const placement = new PlacementService(deps);

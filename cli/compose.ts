@@ -5,6 +5,9 @@ import { environmentDefinition } from '../actors/environment-definition.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../actors/services.ts';
 import { EmbeddedAgentHost, UnreachableAgentHost } from '../actors/agenthost-embedded.ts';
 import { EmbeddedCore } from '../actors/build-test/core-embedded.ts';
+import { TableNetworkPolicyWriter } from '../actors/network-policy-writer-embedded.ts';
+import type { NetworkPolicyWriter } from '../actors/network-policy-writer.ts';
+import { EmbeddedRuntimeCore } from '../actors/runtime-core/runtime-core-embedded.ts';
 import { coreActorOf, type BuildTestOffer } from '../actors/build-test/service.ts';
 import type { BuildTestWorkerDeps } from '../workers/build-test-step.ts';
 import type {
@@ -13,6 +16,7 @@ import type {
   NetworkPolicyVerifier,
   ProjectsAuthority,
   RunSelectionSource,
+  RuntimeCore,
   WorkspaceStorage,
 } from '../actors/ports.ts';
 import { buildTestRunnerOffered } from '../config/build-test-profile.ts';
@@ -25,6 +29,7 @@ import { HttpsAgentHost } from '../http/clients/agenthost-client.ts';
 import { HttpCore } from '../http/clients/core-client.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
+import { HttpRuntimeCore } from '../http/clients/runtime-core-client.ts';
 import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
 import { createAgentSandboxBuildTestRunner } from '../providers/agent-sandbox/build-test-runner.ts';
 import { createMetrics, type SandlotMetrics } from '../lib/metrics.ts';
@@ -107,6 +112,7 @@ function providerFor(
 ): {
   provider: ClosableProvider;
   networkPolicies: NetworkPolicyVerifier;
+  networkPolicyWriter?: NetworkPolicyWriter;
   workspaceStorage?: WorkspaceStorage;
 } {
   if (config.provider.id === 'agent-sandbox') return createAgentSandbox(env);
@@ -118,6 +124,7 @@ function providerFor(
       ...(config.simulated.faults === undefined ? {} : { faults: config.simulated.faults }),
     }),
     networkPolicies: new TableNetworkPolicies(db),
+    networkPolicyWriter: new TableNetworkPolicyWriter(db),
   };
 }
 
@@ -143,7 +150,8 @@ export async function composeSandlot(
     const ports = portsFor(config, db);
     const runtime = createEnvironmentRuntime(db);
     if (metrics !== undefined) runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
-    const { networkPolicies, workspaceStorage } = chosen;
+    const { networkPolicies, networkPolicyWriter, workspaceStorage } = chosen;
+    const runtimeCore = runtimeCoreFor(config, db);
     const buildTestOffer = buildTestFor(config, db, options.env ?? process.env);
     const workerDeps = {
       db,
@@ -168,6 +176,8 @@ export async function composeSandlot(
       ...(workspaceStorage === undefined ? {} : { workspaceStorage }),
       ...(config.agentHostProfiles === undefined ? {} : { agentHostProfiles: config.agentHostProfiles }),
       ...buildTestOffer,
+      ...(runtimeCore === undefined ? {} : { runtimeCore }),
+      ...(networkPolicyWriter === undefined ? {} : { networkPolicyWriter }),
     });
     // An API-only process with Redis still publishes its effects at once; without Redis the worker
     // processes' relays find them in PostgreSQL.
@@ -278,6 +288,16 @@ export function buildTestFor(
   if (runner !== undefined && config.coreToken === undefined)
     throw new Error('SANDLOT_CORE_TOKEN_FILE is required in production mode with a BuildTest runner');
   return { buildTest: { profile, core: new HttpCore({ baseUrl: config.coreUrl }), ...withRunner } };
+}
+
+/**
+ * Core's suspend/resume side: the embedded stand-in's tables in embedded mode, the HTTP adapter at
+ * SANDLOT_CORE_URL in production, and none in production without one (suspend and resume then
+ * answer 503: Environment never decides them alone).
+ */
+function runtimeCoreFor(config: Config, db: Database): RuntimeCore | undefined {
+  if (config.mode === 'embedded') return new EmbeddedRuntimeCore(db);
+  return config.coreUrl === undefined ? undefined : new HttpRuntimeCore({ baseUrl: config.coreUrl });
 }
 
 /** Who a worker is to Core: not a caller, so no caller's subject. */

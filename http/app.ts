@@ -108,6 +108,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   const auth = requirePrincipal(deps.verifier);
   app.use('/api/*', auth);
+  // Core's internal runtime routes (suspend, resume): the same expiring bearer, kept as the actor.
+  app.use('/internal/*', auth);
   app.route('/', environmentRoutes(deps.services.lifecycle));
   app.route('/', sandboxRoutes(deps.services.sandbox, deps.services.workspaces));
   app.route('/', placementRoutes(deps.services.placement));

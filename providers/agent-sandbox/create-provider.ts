@@ -1,6 +1,7 @@
 // Composition helpers: settings from the environment, a KubeConfig from KUBECONFIG or the in-cluster
 // service account (token re-read from its file, CA from its file), and the provider (and the Cilium
 // network policy verifier) built from both.
+import { CiliumNetworkPolicyWriter } from './cilium-writer.ts';
 import { KubeConfig } from './client-node.ts';
 import { AgentSandboxProvider } from './agent-sandbox-provider.ts';
 import { KubernetesWorkspaceStorage } from '../workspace-storage/kubernetes-storage.ts';
@@ -42,6 +43,7 @@ export function createAgentSandbox(env: Readonly<Record<string, string | undefin
   provider: AgentSandboxProvider;
   networkPolicies: CiliumNetworkPolicyVerifier;
   workspaceStorage: KubernetesWorkspaceStorage;
+  networkPolicyWriter: CiliumNetworkPolicyWriter;
 } {
   const options = loadAgentSandboxOptions(env);
   const kubeConfig = kubeConfigFor(options.connection);
@@ -50,5 +52,7 @@ export function createAgentSandbox(env: Readonly<Record<string, string | undefin
     networkPolicies: new CiliumNetworkPolicyVerifier({ options, kubeConfig }),
     // Workspace PVCs and their PVs are read back from the same cluster and namespace.
     workspaceStorage: new KubernetesWorkspaceStorage({ namespace: options.namespace, kubeConfig }),
+    // Resume copies the accepted rules to the next generation in the same namespace.
+    networkPolicyWriter: new CiliumNetworkPolicyWriter({ options, kubeConfig }),
   };
 }
