@@ -7,7 +7,7 @@ import { applyEnvironmentActions } from './environment-records.ts';
 
 export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
   machine: environmentMachine,
-  version: 3,
+  version: 4,
   migrations: {
     // Version 2 adds the cleanup region (late resources): nothing to clean up in older snapshots.
     1: (persisted) => {
@@ -25,6 +25,15 @@ export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
         ...snapshot,
         value: { ...snapshot.value, commands: 'Open' },
         context: { ...snapshot.context, commands: {} },
+      };
+    },
+    // Version 4 adds the workspace region (trusted Workspace flushes): none in older snapshots.
+    3: (persisted) => {
+      const snapshot = persisted as { value: Record<string, unknown>; context: Record<string, unknown> };
+      return {
+        ...snapshot,
+        value: { ...snapshot.value, workspace: 'Steady' },
+        context: { ...snapshot.context, flushes: {} },
       };
     },
   },

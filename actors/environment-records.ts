@@ -46,8 +46,10 @@ import {
   saveBuildTestAcknowledgment,
 } from '../store/build-test-operations.ts';
 import { buildTestEvidenceSchema } from './build-test/evidence.ts';
+import { flushRecordSchema, flushReservedRecordSchema } from '../machines/environment-workspace.ts';
+import { advanceFlushedVolume, insertFlush, recordFlushDelivery } from '../store/workspace-flushes.ts';
 import type { DeclaredAction, InitEvent } from './definition.ts';
-import { WorkspaceConflictError } from './errors.ts';
+import { WorkspaceConflictError, WorkspaceFlushConflictError } from './errors.ts';
 
 export async function applyEnvironmentActions(
   tx: Queryable,
@@ -61,6 +63,7 @@ export async function applyEnvironmentActions(
   const effects: ProviderEffect[] = [];
   const cleanups: DeclaredAction[] = [];
   const commands: DeclaredAction[] = [];
+  const flushes: DeclaredAction[] = [];
   for (const action of actions) {
     switch (action.type) {
       case 'record.leaseReserved':
@@ -92,6 +95,10 @@ export async function applyEnvironmentActions(
       case 'record.command':
         commands.push(action);
         break;
+      case 'record.flushReserved':
+      case 'record.flush':
+        flushes.push(action);
+        break;
       default:
         throw new Error(`no writer for declared action ${action.type}`);
     }
@@ -108,6 +115,7 @@ export async function applyEnvironmentActions(
   }
   for (const action of cleanups) await recordCleanup(tx, row, action);
   for (const action of commands) await recordCommand(tx, row, action, event);
+  for (const action of flushes) await recordFlush(tx, row, action);
   for (const effect of effects) await openAttempt(tx, row, effect);
 }
 
@@ -260,5 +268,41 @@ async function recordCommand(
   } else {
     const evidence = buildTestEvidenceSchema.parse(r.evidence);
     await recordBuildTestStep(tx, environmentId, r.operationId, r.state, r.step, evidence);
+  }
+}
+
+/**
+ * The workspace region's rows: the terms once; then each delivery and outcome. A verified receipt
+ * and the volume transition it authorizes are one write: if the volume moved since the flush was
+ * reserved, or the flush was already closed, the whole transition is refused.
+ */
+async function recordFlush(tx: Queryable, row: EnvironmentRow, action: DeclaredAction): Promise<void> {
+  const { environmentId } = row;
+  if (action.type === 'record.flushReserved') {
+    const r = flushReservedRecordSchema.parse(action.params);
+    await insertFlush(tx, environmentId, r.flushOperationId, r.terms);
+    return;
+  }
+  const r = flushRecordSchema.parse(action.params);
+  const verified = r.state === 'Verified';
+  const moved = await recordFlushDelivery(tx, environmentId, {
+    flushOperationId: r.flushOperationId,
+    state: r.state,
+    deliveries: r.deliveries,
+    evidence: verified ? null : r.evidence,
+    receipt: verified ? r.evidence : null,
+    receiptSha256: verified ? r.receiptSha256 : null,
+  });
+  if (!moved) {
+    throw new WorkspaceFlushConflictError(
+      'workspace-flush-closed',
+      `flush ${r.flushOperationId} is no longer open; its outcome stays`,
+    );
+  }
+  if (r.advance !== null && !(await advanceFlushedVolume(tx, { ...r.advance, environmentId }))) {
+    throw new WorkspaceFlushConflictError(
+      'workspace-transition-stale',
+      `volume ${r.advance.volumeId} moved since its flush was reserved; the receipt is not applied`,
+    );
   }
 }

@@ -140,6 +140,18 @@ export class WorkspaceConflictError extends ActorError {
 }
 
 /**
+ * A trusted Workspace flush cannot go on as asked: its terms differ from what was reserved, the
+ * placement or volume moved, or the flush is no longer open. Nothing was changed by the request.
+ */
+export class WorkspaceFlushConflictError extends ActorError {
+  override readonly status = 409;
+  override readonly title = 'Workspace flush conflict';
+  constructor(code: string, message: string) {
+    super(code, message);
+  }
+}
+
+/**
  * The run selection does not name exactly one exclusive candidate matching the configured provider.
  * A mismatch conflicts with the configured provider (409); no usable candidate is unprocessable (422).
  */

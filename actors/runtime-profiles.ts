@@ -40,6 +40,7 @@ import {
   RuntimeProfileStaleError,
   RuntimeProfilesUnavailableError,
 } from './runtime-profile-errors.ts';
+import { RuntimeWorkspaceContextReader, type RuntimeWorkspaceContext } from './runtime-workspace-context.ts';
 import { isExpired } from './sandbox-readiness.ts';
 
 export interface RuntimeProfileDeps extends AuthorityDeps {
@@ -131,6 +132,19 @@ export class RuntimeProfileService {
     if (part !== null) throw new RuntimeProfileStaleError(part);
     await guard.check();
     return stored;
+  }
+
+  /** The profile's runtime Workspace context: this read, then lease and Workspace under the owner lock. */
+  workspace(
+    caller: PlacementCaller,
+    address: EnvironmentAddress,
+    profileId: string,
+  ): Promise<RuntimeWorkspaceContext> {
+    return new RuntimeWorkspaceContextReader({ ...this.deps, profiles: this }).read(
+      caller,
+      address,
+      profileId,
+    );
   }
 
   #guard(caller: PlacementCaller, address: EnvironmentAddress): Guard {

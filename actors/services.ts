@@ -24,6 +24,9 @@ import { ActorRuntime } from './runtime.ts';
 import { PlacementService } from './placement.ts';
 import { RuntimeProfileService } from './runtime-profiles.ts';
 import { SandboxService } from './sandbox.ts';
+import { WorkspaceFlushService } from './suspend/flush.ts';
+import { PlacementReleaseService } from './suspend/release-placement.ts';
+import { SuspendService } from './suspend/resolve.ts';
 import { WorkspaceService } from './workspaces.ts';
 import { EnvironmentChanges } from './wait.ts';
 
@@ -37,6 +40,9 @@ export interface Services {
   workspaces: WorkspaceService;
   journal: JournalService;
   buildTest: BuildTestService;
+  suspend: SuspendService;
+  workspaceFlush: WorkspaceFlushService;
+  placementRelease: PlacementReleaseService;
 }
 
 /** The Environment actor runtime; committed effects go nowhere until `setEffectSink`. */
@@ -87,5 +93,8 @@ export function createServices(deps: {
       ...deps,
       ...(deps.buildTest === undefined ? {} : { offer: deps.buildTest }),
     }),
+    suspend: new SuspendService(deps),
+    workspaceFlush: new WorkspaceFlushService({ ...deps, agentHost }),
+    placementRelease: new PlacementReleaseService(deps),
   };
 }

@@ -143,6 +143,8 @@ const envObject = z.object({
   SANDLOT_CORE_URL: z.string().optional(),
   // The path of Environment's own Core bearer for workers; read and checked in production only (below).
   SANDLOT_CORE_TOKEN_FILE: z.string().optional(),
+  // Events' protected material route (resume bootstrap); validated only in production (below).
+  SANDLOT_EVENTS_URL: z.string().optional(),
   // Prometheus /metrics on its own listener; unset: no listener (0: any free port, for tests).
   SANDLOT_METRICS_PORT: z
     .string()
@@ -195,23 +197,26 @@ function requireProductionServices(env: Env, ctx: z.RefinementCtx<Env>): void {
   if (tokenProblem !== undefined) {
     ctx.addIssue({ code: 'custom', path: ['SANDLOT_CORE_TOKEN_FILE'], message: tokenProblem });
   }
-  const core = env.SANDLOT_CORE_URL === undefined ? undefined : parseUrl(env.SANDLOT_CORE_URL);
-  // It receives actors' bearers: https, or plain http on loopback only; never credentials in it.
-  if (
-    env.SANDLOT_CORE_URL !== undefined &&
-    (core === undefined ||
-      !(core.protocol === 'https:' || (core.protocol === 'http:' && LOOPBACK_HOSTS.has(core.hostname))) ||
-      core.username !== '' ||
-      core.password !== '' ||
-      core.search !== '' ||
-      core.hash !== '')
-  ) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['SANDLOT_CORE_URL'],
-      message:
-        'expected an https:// URL without credentials, query or fragment (http:// only for 127.0.0.1, localhost or ::1)',
-    });
+  // Core and Events receive actors' bearers: https, or plain http on loopback only; never credentials.
+  for (const variable of ['SANDLOT_CORE_URL', 'SANDLOT_EVENTS_URL'] as const) {
+    const value = env[variable];
+    const url = value === undefined ? undefined : parseUrl(value);
+    if (
+      value !== undefined &&
+      (url === undefined ||
+        !(url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) ||
+        url.username !== '' ||
+        url.password !== '' ||
+        url.search !== '' ||
+        url.hash !== '')
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [variable],
+        message:
+          'expected an https:// URL without credentials, query or fragment (http:// only for 127.0.0.1, localhost or ::1)',
+      });
+    }
   }
   for (const variable of ['SANDLOT_PROJECTS_URL', 'SANDLOT_RUN_SELECTION_URL'] as const) {
     const value = env[variable];
@@ -257,6 +262,7 @@ function toConfig(env: Env): Config {
       ? {}
       : { buildTestProfile: env.SANDLOT_BUILDTEST_PROFILE_FILE }),
     ...(production && env.SANDLOT_CORE_URL !== undefined ? { coreUrl: env.SANDLOT_CORE_URL } : {}),
+    ...(production && env.SANDLOT_EVENTS_URL !== undefined ? { eventsUrl: env.SANDLOT_EVENTS_URL } : {}),
     // Checked above; read again on each use (a rotated token is picked up without a restart).
     ...(production && env.SANDLOT_CORE_TOKEN_FILE !== undefined
       ? { coreToken: coreTokenFile(env.SANDLOT_CORE_TOKEN_FILE) }

@@ -54,6 +54,8 @@ export interface Config {
   coreUrl?: string;
   /** Environment's own Core bearer, for workers (SANDLOT_CORE_TOKEN_FILE); production only. */
   coreToken?: CoreTokenSource;
+  /** Events' base URL for protected material (SANDLOT_EVENTS_URL); production only (embedded stands in). */
+  eventsUrl?: string;
   simulated: { seed: number; faults?: FaultPlan };
   /** Where GET /metrics listens, apart from the API (SANDLOT_METRICS_PORT; unset: no listener). */
   metrics?: { host: string; port: number };

@@ -17,6 +17,7 @@ import { Problem, problemResponse } from './problems.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminCoreRoutes, isSeedUpload } from './routes/admin-core.ts';
 import { adminRuntimeCoreRoutes } from './routes/admin-runtime-core.ts';
+import { adminRuntimeEventsRoutes } from './routes/admin-runtime-events.ts';
 import { buildTestRoutes } from './routes/build-test.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { environmentRoutes } from './routes/environments.ts';
@@ -26,6 +27,7 @@ import { providerReportRoutes } from './routes/provider-reports.ts';
 import { queueDashboardRoutes } from './routes/queue-dashboard.ts';
 import { requestContext } from './request-context.ts';
 import { runtimeProfileRoutes } from './routes/runtime-profiles.ts';
+import { runtimeSuspendRoutes } from './routes/runtime-suspend.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 
 export interface AppDeps {
@@ -109,13 +111,18 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   const auth = requirePrincipal(deps.verifier);
   app.use('/api/*', auth);
   // Core's internal runtime routes (suspend, resume): the same expiring bearer, kept as the actor.
-  app.use('/internal/*', auth);
+  // (The provider report route under /internal/provider-lifecycle admits its callers itself.)
+  app.use('/internal/runtime/*', auth);
   app.route('/', environmentRoutes(deps.services.lifecycle));
   app.route('/', sandboxRoutes(deps.services.sandbox, deps.services.workspaces));
   app.route('/', placementRoutes(deps.services.placement));
   app.route('/', runtimeProfileRoutes(deps.services.runtimeProfiles));
   app.route('/', journalRoutes(deps.services.journal));
   app.route('/', buildTestRoutes(deps.services.buildTest));
+  app.route(
+    '/',
+    runtimeSuspendRoutes(deps.services.suspend, deps.services.workspaceFlush, deps.services.placementRelease),
+  );
   // Fails closed (503) in every mode until its admissions exist; outside /api, so no user token applies.
   app.route('/', providerReportRoutes());
   // Before the embedded admin routes: it answers its own paths (operator checked inside, either mode).
@@ -125,6 +132,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     app.route('/', adminRoutes(deps.db, deps.provider));
     app.route('/', adminCoreRoutes(deps.db));
     app.route('/', adminRuntimeCoreRoutes(deps.db));
+    app.route('/', adminRuntimeEventsRoutes(deps.db));
   }
   return app;
 }

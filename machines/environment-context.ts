@@ -1,7 +1,13 @@
 // The Environment machine's context and the state names other layers rely on. Guards, updates and
 // the machine itself import their types from here, so the machine definition is not part of a
 // type cycle with the functions it is built from.
-import type { CommandLease, CommandStep, ResourceSummary, WorkspaceMount } from './environment-events.ts';
+import type {
+  CommandLease,
+  CommandStep,
+  FlushTerms,
+  ResourceSummary,
+  WorkspaceMount,
+} from './environment-events.ts';
 
 export type LifecycleState = 'Registered' | 'Releasing' | 'Released';
 export const lifecycleStates: readonly LifecycleState[] = ['Registered', 'Releasing', 'Released'];
@@ -142,6 +148,17 @@ export interface CommandItem {
   lease: CommandLease;
 }
 
+export type FlushState = 'Reserved' | 'Uncertain' | 'Verified' | 'Refused';
+/** A flush may be delivered (again) only while it is open. */
+export const openFlushStates: readonly FlushState[] = ['Reserved', 'Uncertain'];
+
+/** A trusted Workspace flush: its immutable terms, where it stands, and how often it was delivered. */
+export interface FlushItem {
+  state: FlushState;
+  terms: FlushTerms;
+  deliveries: number;
+}
+
 export interface EnvironmentContext {
   environmentId: string;
   tenantId: string;
@@ -154,6 +171,11 @@ export interface EnvironmentContext {
   cleanups: Record<string, CleanupItem>;
   /** BuildTest operations not cleaned up yet, by Core's operation ID. */
   commands: Record<string, CommandItem>;
+  /**
+   * Trusted Workspace flushes by flush operation ID. A Verified one is the evidence a placement
+   * release and a resume rely on.
+   */
+  flushes: Record<string, FlushItem>;
 }
 
 export const ownerFenceOf = (context: EnvironmentContext): OwnerFence => ({

@@ -358,6 +358,65 @@ export const commandEventSchemas = [
   commandAcknowledgedEventSchema,
 ] as const;
 
+// ---- The workspace region (trusted Workspace flushes). A flush is reserved for the exact volume
+// transition of the current Active lease, journaled before the Host is asked, and only a verified
+// receipt advances the volume's data generation (docs/suspend-resume.md).
+
+/** The lease a flush is for, exactly as Core's operation names its placement. */
+export const flushLeaseSchema = z.strictObject({
+  operationId: z.string(),
+  resourceGeneration: generation,
+  providerFence: generation,
+});
+
+/** What a flush is reserved for; immutable once reserved. */
+export const flushTermsSchema = z.strictObject({
+  volumeId: identifierSchema,
+  /** Core's suspend operation and the step it serves. */
+  coreOperationId: z.string().min(1).max(200),
+  stepId: identifierSchema,
+  lease: flushLeaseSchema,
+  /** The volume's transition revision the flush is for (its `revision` when reserved). */
+  transitionRevision: generation,
+  /** The data generation the volume is at; a verified flush moves it to this plus one. */
+  dataGeneration: z.number().int().min(0).max(MAX_INT32),
+});
+export type FlushTerms = z.infer<typeof flushTermsSchema>;
+
+export const flushReserveEventSchema = z.strictObject({
+  type: z.literal('workspace.flushReserve'),
+  flushOperationId: identifierSchema,
+  terms: flushTermsSchema,
+});
+
+/** Another delivery of an open flush (after a lost or uncertain answer): journaled before it runs. */
+export const flushRedeliverEventSchema = z.strictObject({
+  type: z.literal('workspace.flushRedeliver'),
+  flushOperationId: identifierSchema,
+});
+
+export const flushOutcomes = ['verified', 'uncertain', 'refused'] as const;
+export type FlushOutcome = (typeof flushOutcomes)[number];
+
+/**
+ * What a delivery found. `verified`: the Host's receipt matched field by field (the evidence is the
+ * receipt, with its SHA-256); `uncertain`: no answer, or one that does not match (kept, never
+ * advancing); `refused`: the Host refused before flushing anything.
+ */
+export const flushedEventSchema = z.strictObject({
+  type: z.literal('workspace.flushed'),
+  flushOperationId: identifierSchema,
+  outcome: z.enum(flushOutcomes),
+  evidence: json,
+  receiptSha256: sha256Hex.nullable(),
+});
+
+export const workspaceEventSchemas = [
+  flushReserveEventSchema,
+  flushRedeliverEventSchema,
+  flushedEventSchema,
+] as const;
+
 export const environmentEventSchema = z.discriminatedUnion('type', [
   releaseEventSchema,
   provisionEventSchema,
@@ -379,6 +438,7 @@ export const environmentEventSchema = z.discriminatedUnion('type', [
   cleanupReleasedEventSchema,
   cleanupFailedEventSchema,
   ...commandEventSchemas,
+  ...workspaceEventSchemas,
 ]);
 export type EnvironmentEvent = z.infer<typeof environmentEventSchema>;
 export type ProviderResultEvent = Extract<EnvironmentEvent, { type: `provider.${string}` }>;

@@ -1,6 +1,7 @@
-// Two regions of the Environment machine, each a state config of the machine's setup
-// (environment-setup.ts): `cleanup` (late resources) and `commands` (BuildTest operations).
-import { and, or, stateIn } from 'xstate';
+// Three regions of the Environment machine, each a state config of the machine's setup
+// (environment-setup.ts): `cleanup` (late resources), `commands` (BuildTest operations) and
+// `workspace` (trusted Workspace flushes).
+import { and, not, or, stateIn } from 'xstate';
 import type { EnvironmentContext } from './environment-context.ts';
 import { ownerFenceOf } from './environment-context.ts';
 import { cleanupEffectFor, sweepEffectFor, sweepOpenedOf } from './environment-effects.ts';
@@ -8,6 +9,7 @@ import type { EnvironmentEvent } from './environment-events.ts';
 import * as c from './environment-cleanup.ts';
 import * as cmd from './environment-commands.ts';
 import { environmentSetup } from './environment-setup.ts';
+import * as ws from './environment-workspace.ts';
 
 type Args = { context: EnvironmentContext; event: EnvironmentEvent };
 /** The commands region's attempt the transition just opened (after its context update). */
@@ -138,5 +140,52 @@ export const commandsRegion = environmentSetup.createStateConfig({
         },
       },
     },
+  },
+});
+
+const recordFlush = {
+  type: 'record.flush' as const,
+  params: ({ context, event }: Args) => ws.flushRecordOf(context, event),
+};
+/** A delivery is journaled, and its outcome saved, only on the flush's own lease, still Active. */
+const onFlushLease = and([stateIn({ sandbox: 'Active' }), 'flushOpen', 'flushLeaseCurrent']);
+
+// Trusted Workspace flushes (docs/suspend-resume.md). Steady: no flush open; Flushing: one is
+// reserved or uncertain, and no other may be reserved; Flushed: the last flush was verified, and
+// the volume's data generation moved with it. A refusal returns to Steady having changed nothing.
+export const workspaceRegion = environmentSetup.createStateConfig({
+  initial: 'Steady',
+  on: {
+    'workspace.flushReserve': {
+      guard: and([stateIn({ sandbox: 'Active' }), 'flushOnCurrentLease', 'newFlush', not('anyFlushOpen')]),
+      target: '.Flushing',
+      actions: [
+        { type: 'record.flushReserved', params: ({ event }) => ws.flushReservationOf(event) },
+        'reserveFlush',
+      ],
+    },
+  },
+  states: {
+    Steady: {},
+    Flushing: {
+      on: {
+        'workspace.flushRedeliver': { guard: onFlushLease, actions: ['redeliverFlush', recordFlush] },
+        'workspace.flushed': [
+          {
+            guard: and([onFlushLease, 'flushVerified']),
+            target: 'Flushed',
+            actions: ['settleFlush', recordFlush],
+          },
+          {
+            guard: and(['flushOpen', 'flushRefused']),
+            target: 'Steady',
+            actions: ['settleFlush', recordFlush],
+          },
+          // Uncertain: kept with its evidence, still open for the same flush, wherever the lease is.
+          { guard: and(['flushOpen', 'flushUncertain']), actions: ['settleFlush', recordFlush] },
+        ],
+      },
+    },
+    Flushed: {},
   },
 });

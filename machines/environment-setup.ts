@@ -19,6 +19,7 @@ import * as c from './environment-cleanup.ts';
 import * as cmd from './environment-commands.ts';
 import * as g from './environment-guards.ts';
 import * as u from './environment-updates.ts';
+import * as ws from './environment-workspace.ts';
 
 export const environmentSetup = setup({
   types: {
@@ -55,6 +56,14 @@ export const environmentSetup = setup({
     commandStepCurrent: cmd.stepCurrent,
     commandReconcilable: cmd.reconcilable,
     commandAcknowledgeable: cmd.acknowledgeable,
+    flushOnCurrentLease: ws.flushOnCurrentLease,
+    newFlush: ws.newFlush,
+    anyFlushOpen: ws.anyFlushOpen,
+    flushOpen: ws.flushOpen,
+    flushLeaseCurrent: ws.flushLeaseCurrent,
+    flushVerified: ws.flushVerified,
+    flushUncertain: ws.flushUncertain,
+    flushRefused: ws.flushRefused,
   },
   actions: {
     recordReleaseRequest: assign({
@@ -92,6 +101,9 @@ export const environmentSetup = setup({
     stepCommand: assign({ commands: cmd.stepCommand }),
     reopenCommand: assign({ commands: cmd.reopenCommand }),
     acknowledgeCommand: assign({ commands: cmd.acknowledgeCommand }),
+    reserveFlush: assign({ flushes: ws.reserveFlush }),
+    redeliverFlush: assign({ flushes: ws.redeliverFlush }),
+    settleFlush: assign({ flushes: ws.settleFlush }),
     // Data for the runtime; executing them here does nothing.
     'effect.provider': (_, _params: ProviderEffect) => undefined,
     'record.leaseReserved': (_, _params: LeaseReservation) => undefined,
@@ -104,5 +116,7 @@ export const environmentSetup = setup({
     'record.cleanupFailed': (_, _params: CleanupFailedRecord) => undefined,
     'record.commandReserved': (_, _params: cmd.CommandReservedRecord) => undefined,
     'record.command': (_, _params: cmd.CommandStateRecord) => undefined,
+    'record.flushReserved': (_, _params: ws.FlushReservedRecord) => undefined,
+    'record.flush': (_, _params: ws.FlushRecord) => undefined,
   },
 });

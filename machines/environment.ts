@@ -5,7 +5,7 @@
 // in the same transaction (lease rows, reconciled attempts).
 import { and, not, or, stateIn } from 'xstate';
 import { environmentSetup } from './environment-setup.ts';
-import { cleanupRegion, commandsRegion } from './environment-regions.ts';
+import { cleanupRegion, commandsRegion, workspaceRegion } from './environment-regions.ts';
 import { type EnvironmentContext, type LeaseContext, type SandboxState } from './environment-context.ts';
 import { effectFor, leaseRecord, reservationOf, type AttemptResolution } from './environment-effects.ts';
 import type { EnvironmentEvent } from './environment-events.ts';
@@ -99,6 +99,7 @@ export const environmentMachine = environmentSetup.createMachine({
     },
     cleanups: {},
     commands: {},
+    flushes: {},
   }),
   states: {
     lifecycle: {
@@ -420,6 +421,7 @@ export const environmentMachine = environmentSetup.createMachine({
     },
     cleanup: cleanupRegion,
     commands: commandsRegion,
+    workspace: workspaceRegion,
   },
 });
 

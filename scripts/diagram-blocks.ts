@@ -10,12 +10,18 @@ export const diagrams: Readonly<Record<string, () => string>> = {
   'environment.lifecycle': () => regionMermaid('lifecycle'),
   'environment.sandbox': () => regionMermaid('sandbox'),
   'environment.cleanup': () => regionMermaid('cleanup'),
+  'environment.workspace': () => regionMermaid('workspace'),
 };
 
 /** The documents with generated diagrams, relative to the repository root, and the blocks each holds. */
 export const documents: Readonly<Record<string, readonly string[]>> = {
   'README.md': ['environment'],
-  'docs/architecture.md': ['environment.lifecycle', 'environment.sandbox', 'environment.cleanup'],
+  'docs/architecture.md': [
+    'environment.lifecycle',
+    'environment.sandbox',
+    'environment.cleanup',
+    'environment.workspace',
+  ],
 };
 
 const BLOCK = /(<!-- diagram:([\w.-]+):start -->\n)([\s\S]*?)(<!-- diagram:\2:end -->)/g;

@@ -1,8 +1,9 @@
 // The runtime-bootstrap profile routes: resolve a source profile for the Environment's current
 // sandbox (the path's profileId is the SOURCE profile ID), and read a resolved mapping back (the
-// path's profileId is the DERIVED one). Both use the internal placement semantics: a token bound to
-// exactly this project and run, and fresh ReadRunSelection. Both answer `no-store`, errors too;
-// neither returns a credential or an option value.
+// path's profileId is the DERIVED one), with its `/workspace` suffix: the profile's runtime
+// Workspace context (actors/runtime-workspace-context.ts). All use the internal placement
+// semantics: a token bound to exactly this project and run, and fresh ReadRunSelection. All answer
+// `no-store`, errors too; none returns a credential or an option value.
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
 import { PROFILE_ID } from '../../config/agenthost.ts';
 import { PROFILE_ID_PATTERN } from '../../actors/runtime-profile-copy.ts';
@@ -104,6 +105,56 @@ const readRoute = createRoute({
   },
 });
 
+const workspaceContextSchema = z
+  .object({
+    environmentId: z.string(),
+    profileId: z.string(),
+    /** The current Active lease the profile maps. */
+    lease: z.object({
+      operationId: z.string(),
+      lifecycleGeneration: z.number().int(),
+      resourceGeneration: z.number().int(),
+      providerFence: z.number().int(),
+      resourceId: z.string(),
+    }),
+    workspace: z.object({
+      volumeId: z.string(),
+      state: z.literal('Attached'),
+      transitionRevision: z
+        .number()
+        .int()
+        .openapi({ description: "The Workspace record's revision, held with the lease" }),
+      resourceGeneration: z.number().int(),
+      dataGeneration: z.number().int().nonnegative().openapi({ description: 'Metadata; zero is valid' }),
+      /** The pinned Storage binding: no options, no release descriptor. */
+      storage: z.object({
+        providerId: z.string(),
+        pvc: z.object({ namespace: z.string(), name: z.string(), uid: z.string() }),
+      }),
+      mount: z.object({ path: z.string(), readOnly: z.boolean() }),
+    }),
+    networkPolicyGeneration: z.number().int(),
+  })
+  .openapi('EnvironmentRuntimeWorkspaceContext');
+
+const workspaceRoute = createRoute({
+  method: 'get',
+  path: `${env}/runtime-bootstrap/profiles/{profileId}/workspace`,
+  summary:
+    "The Workspace a resolved runtime profile's sandbox mounts, read with its lease under the owner lock",
+  security: [{ bearer: [] }],
+  request: { params: mappingParams },
+  responses: {
+    200: json(workspaceContextSchema, 'The runtime Workspace context'),
+    ...commonProblems,
+    403: problem('A permission or run binding is missing, or another actor resolved the profile'),
+    404: problem('No such Environment, or no such profile for it'),
+    409: problem(
+      'The profile is stale, the lease moved, or the Workspace is not Attached to it exactly as recorded',
+    ),
+  },
+});
+
 function viewOf(m: ProfileMappingRow) {
   return {
     profileId: m.profileId,
@@ -163,6 +214,10 @@ export function runtimeProfileRoutes(service: RuntimeProfileService): OpenAPIHon
   app.openapi(readRoute, async (c) => {
     const { profileId, ...address } = c.req.valid('param');
     return c.json(viewOf(await service.read(c.var.principal, address, profileId)), 200);
+  });
+  app.openapi(workspaceRoute, async (c) => {
+    const { profileId, ...address } = c.req.valid('param');
+    return c.json(await service.workspace(c.var.principal, address, profileId), 200);
   });
   return app;
 }

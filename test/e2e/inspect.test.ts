@@ -373,7 +373,7 @@ describe('serve --inspect and worker --inspect feed the Stately inspector', () =
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(
-      /^REV\s+TIME\s+EVENT\s+SOURCE\s+STATES \(lifecycle\/sandbox\/cleanup\/commands\) FROM → TO\s+FENCES$/,
+      /^REV\s+TIME\s+EVENT\s+SOURCE\s+STATES \(lifecycle\/sandbox\/cleanup\/commands\/workspace\) FROM → TO\s+FENCES$/,
     );
     expect(lines).toHaveLength(journal.length + 1);
     journal.forEach((row, i) => {
@@ -383,10 +383,10 @@ describe('serve --inspect and worker --inspect feed the Stately inspector', () =
       expect(line).toContain(` ${row.source} `);
     });
     expect(table.stdout).toMatch(
-      /sandbox\.provision\s+http\s+Registered\/NoLease\/\w+\/\w+ → Registered\/Provisioning\/\w+\/\w+\n/,
+      /sandbox\.provision\s+http\s+Registered\/NoLease\/\w+\/\w+\/\w+ → Registered\/Provisioning\/\w+\/\w+\/\w+\n/,
     );
     expect(table.stdout).toMatch(
-      /provider\.succeeded \(provision\)\s+worker\s+.* → Registered\/Active\/\w+\/\w+\s+rg 1 pf 1 fg 1\n/,
+      /provider\.succeeded \(provision\)\s+worker\s+.* → Registered\/Active\/\w+\/\w+\/\w+\s+rg 1 pf 1 fg 1\n/,
     );
     expect(table.stdout).toMatch(/environment\.release\s+http\s+.*lg 1\n/);
 

@@ -103,11 +103,27 @@ describe.each(backends)('Environment lifecycle over HTTP (%s)', (backend) => {
     expect(await other.json()).toMatchObject({ type: 'urn:sandlot:problem:release-conflict' });
     const journal = await readJournal(h.db, environmentId);
     expect(journal.map((j) => [j.revision, j.eventType, j.toState])).toEqual([
-      [1, 'xstate.init', { lifecycle: 'Registered', sandbox: 'NoLease', cleanup: 'Clean', commands: 'Open' }],
+      [
+        1,
+        'xstate.init',
+        {
+          lifecycle: 'Registered',
+          sandbox: 'NoLease',
+          cleanup: 'Clean',
+          commands: 'Open',
+          workspace: 'Steady',
+        },
+      ],
       [
         2,
         'environment.release',
-        { lifecycle: 'Released', sandbox: 'NoLease', cleanup: 'Clean', commands: 'Open' },
+        {
+          lifecycle: 'Released',
+          sandbox: 'NoLease',
+          cleanup: 'Clean',
+          commands: 'Open',
+          workspace: 'Steady',
+        },
       ],
     ]);
   });

@@ -85,6 +85,12 @@ const operations = [
     ['201', '200', '409'],
     true,
   ],
+  [
+    'put',
+    '/admin/tenants/{tenantId}/projects/{projectId}/runs/{runId}/core/runtime/steps/{stepId}/environments/{environmentId}/sessions/{sessionId}/events/{eventId}/protected-material/{objectReference}',
+    ['201', '200', '409', '413', '415'],
+    false,
+  ],
   ['get', `${environments}/{environmentId}/journal`, ['200', '404'], false],
   ['post', `${environments}/{environmentId}/workspace-volumes`, ['201', '200', '404', '409'], true],
   ['post', `${environments}/{environmentId}/sandbox/provision`, ['202', '404', '409', '422'], true],
@@ -113,6 +119,14 @@ const operations = [
   ['post', `${buildTest}/commands/{operationId}/reconcile`, ['404', '409', '501'], true],
   ['get', `${buildTest}/commands/{operationId}/workspace-capture`, ['404', '409', '501'], false],
   ['post', `${buildTest}/commands/{operationId}/workspace-capture/acknowledge`, ['404', '409', '501'], true],
+  ['post', '/internal/runtime/suspend/resolve', ['200', '404', '409', '503'], true],
+  [
+    'post',
+    `${environments}/{environmentId}/workspace-volumes/{volumeId}/flush`,
+    ['200', '404', '409', '503'],
+    true,
+  ],
+  ['post', '/internal/runtime/suspend/release-placement', ['200', '202', '404', '409', '503'], true],
   [
     'post',
     `${environments}/{environmentId}/runtime-bootstrap/profiles/{profileId}/resolve`,
@@ -122,6 +136,12 @@ const operations = [
   [
     'get',
     `${environments}/{environmentId}/runtime-bootstrap/profiles/{profileId}`,
+    ['200', '403', '404', '409'],
+    false,
+  ],
+  [
+    'get',
+    `${environments}/{environmentId}/runtime-bootstrap/profiles/{profileId}/workspace`,
     ['200', '403', '404', '409'],
     false,
   ],

@@ -142,7 +142,7 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     events.push(provision(`op-${counters.resourceGeneration + 1}`, T1));
   }
   if (lease === null) return events;
-  events.push(...cleanupEvents(state), ...commandEvents(state));
+  events.push(...cleanupEvents(state), ...commandEvents(state), ...flushEvents(state));
   const fences = { resourceGeneration: lease.resourceGeneration, providerFence: lease.providerFence };
   const stale = staleFences(fences);
   events.push(
@@ -193,6 +193,8 @@ function cleanupEvents(state: ModelState): EnvironmentEvent[] {
   const { context } = state.snapshot;
   const lease = context.sandbox.lease;
   const events: EnvironmentEvent[] = [];
+  // Not beside a flush: see flushEvents.
+  if (Object.keys(context.flushes).length > 0) return events;
   if (
     lease !== null &&
     (state.snapshot.value.sandbox === 'Released' || state.snapshot.value.sandbox === 'Failed')
@@ -224,7 +226,8 @@ function cleanupEvents(state: ModelState): EnvironmentEvent[] {
 function commandEvents(state: ModelState): EnvironmentEvent[] {
   const { context } = state.snapshot;
   const lease = context.sandbox.lease;
-  if (lease === null) return [];
+  // Not beside a flush: see flushEvents.
+  if (lease === null || Object.keys(context.flushes).length > 0) return [];
   const binding = {
     operationId: lease.operationId,
     lifecycleGeneration: lease.lifecycleGeneration,
@@ -289,6 +292,65 @@ function commandEvents(state: ModelState): EnvironmentEvent[] {
   return events;
 }
 
+/**
+ * The workspace region's traffic: two flushes of the lease's volume (the second explores a reserve
+ * while one is open, and after one verified), one on a stale view of the lease, and every outcome
+ * and a redelivery for each.
+ */
+function flushEvents(state: ModelState): EnvironmentEvent[] {
+  const { context } = state.snapshot;
+  const lease = context.sandbox.lease;
+  // The regions are independent: flushes are explored beside the lease's own traffic, not also
+  // beside every BuildTest operation and late resource (which would only multiply the states).
+  if (lease === null || Object.keys(context.commands).length > 0 || Object.keys(context.cleanups).length > 0)
+    return [];
+  const terms = {
+    volumeId: lease.workspace.volumeId,
+    coreOperationId: 'op-suspend-1',
+    stepId: 'agent_1',
+    lease: {
+      operationId: lease.operationId,
+      resourceGeneration: lease.resourceGeneration,
+      providerFence: lease.providerFence,
+    },
+    transitionRevision: 2,
+    dataGeneration: lease.workspace.dataGeneration,
+  };
+  const events: EnvironmentEvent[] = [
+    { type: 'workspace.flushReserve', flushOperationId: 'fl-1', terms },
+    {
+      type: 'workspace.flushReserve',
+      flushOperationId: 'fl-3',
+      terms: { ...terms, lease: { ...terms.lease, providerFence: terms.lease.providerFence + 1 } },
+    },
+  ];
+  // A second flush only after the first one verified (Flushed → Flushing), or while it is open
+  // (which must be refused); it then takes the verified path only.
+  const first = context.flushes['fl-1'];
+  if (first !== undefined && first.state !== 'Refused') {
+    events.push({
+      type: 'workspace.flushReserve',
+      flushOperationId: 'fl-2',
+      terms: { ...terms, transitionRevision: 3 },
+    });
+  }
+  const outcomes = { 'fl-1': ['verified', 'uncertain', 'refused'], 'fl-2': ['verified'] } as const;
+  for (const flushOperationId of ['fl-1', 'fl-2'] as const) {
+    if (!(flushOperationId in context.flushes)) continue;
+    events.push({ type: 'workspace.flushRedeliver', flushOperationId });
+    for (const outcome of outcomes[flushOperationId]) {
+      events.push({
+        type: 'workspace.flushed',
+        flushOperationId,
+        outcome,
+        evidence: {},
+        receiptSha256: outcome === 'verified' ? 'd'.repeat(64) : null,
+      });
+    }
+  }
+  return events;
+}
+
 const seqOf = (attemptId: string) => Number(attemptId.slice(attemptId.lastIndexOf('.') + 1));
 
 /**
@@ -341,6 +403,14 @@ export function serializeModel(state: ModelState): string {
       item.attemptId !== null,
       item.acknowledged,
     ]),
+    flushes: Object.entries(context.flushes)
+      .sort(([a], [b]) => a.localeCompare(b))
+      // Guards never read the delivery count, so paths that differ only in it meet.
+      .map(([id, item]) => [
+        id,
+        item.state,
+        item.terms.lease.resourceGeneration === lease?.resourceGeneration,
+      ]),
     latestSettled:
       openedAttemptId !== null && !(openedAttemptId in unresolved) && openedAttemptId !== reconcileId,
   });

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type {
   AgentHost,
+  RuntimeCore,
   NetworkPolicyVerifier,
   ProjectsAuthority,
   RunSelectionSource,
@@ -89,6 +90,8 @@ export interface HarnessOptions {
   agentHostProfiles?: AgentHostConfiguration;
   /** Start workers (in-process queue unless `redisUrl` is given). */
   workers?: WorkerSettings | false;
+  /** Core's suspend/resume side (default: none, so suspend and resume answer 503). */
+  runtimeCore?: RuntimeCore;
   /** Offer BuildTest: the API side (profile, Core, runner) and the workers' (the same plus an actor). */
   buildTest?: { offer: BuildTestOffer; worker: BuildTestWorkerDeps };
 }
@@ -124,6 +127,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     ...(options.agentHost === undefined ? {} : { agentHost: options.agentHost }),
     ...(options.agentHostProfiles === undefined ? {} : { agentHostProfiles: options.agentHostProfiles }),
     ...(options.buildTest === undefined ? {} : { buildTest: options.buildTest.offer }),
+    ...(options.runtimeCore === undefined ? {} : { runtimeCore: options.runtimeCore }),
   });
   const workers =
     options.workers === undefined || options.workers === false

@@ -223,3 +223,28 @@ describe('secrets in configuration', () => {
     expect(config.databaseUrl).toContain(password);
   });
 });
+
+describe('SANDLOT_EVENTS_URL', () => {
+  it('is kept in production only (embedded mode stands in for Events)', () => {
+    const url = 'https://events.internal/api/';
+    expect(loadConfig({ ...PRODUCTION, SANDLOT_EVENTS_URL: url }).eventsUrl).toBe(url);
+    expect(loadConfig({ SANDLOT_EVENTS_URL: url }).eventsUrl).toBeUndefined();
+    expect(loadConfig(PRODUCTION).eventsUrl).toBeUndefined();
+  });
+
+  it.each([
+    'http://events.internal/',
+    'https://u:p@events.internal/',
+    'https://events.internal/?a=1',
+    'nope',
+  ])('refuses %s in production', (url) => {
+    expect(configError({ ...PRODUCTION, SANDLOT_EVENTS_URL: url }).message).toContain(
+      'SANDLOT_EVENTS_URL: expected an https://',
+    );
+  });
+
+  it('accepts http on loopback', () => {
+    const url = 'http://127.0.0.1:9100/';
+    expect(loadConfig({ ...PRODUCTION, SANDLOT_EVENTS_URL: url }).eventsUrl).toBe(url);
+  });
+});

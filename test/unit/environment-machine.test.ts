@@ -13,6 +13,7 @@ describe('environment machine', () => {
       sandbox: 'NoLease',
       cleanup: 'Clean',
       commands: 'Open',
+      workspace: 'Steady',
     });
     expect(snapshot.context.lifecycleGeneration).toBe(1);
     expect(actions.filter((a) => a.type.startsWith('effect.'))).toEqual([]);
@@ -30,6 +31,7 @@ describe('environment machine', () => {
       sandbox: 'NoLease',
       cleanup: 'Clean',
       commands: 'Open',
+      workspace: 'Steady',
     });
     expect(next.context.release).toEqual({ idempotencyKey: 'r1' });
   });

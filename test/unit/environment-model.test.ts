@@ -276,6 +276,35 @@ const invariants: [string, (edge: Edge) => string | null][] = [
     },
   ],
   [
+    '(n) a flush delivery is journaled only on its own lease while it is Active; a closed flush never changes',
+    ({ from, event, to }) => {
+      const delivered = (to.last?.actions ?? []).some(
+        (a) =>
+          a.type === 'record.flushReserved' ||
+          (a.type === 'record.flush' && event.type === 'workspace.flushRedeliver'),
+      );
+      if (delivered && sandboxOf(from) !== 'Active')
+        return `a flush delivery journaled in ${sandboxOf(from)}`;
+      const before = from.snapshot.context.flushes;
+      const after = to.snapshot.context.flushes;
+      for (const [id, item] of Object.entries(before)) {
+        const closed = item.state === 'Verified' || item.state === 'Refused';
+        if (closed && !isDeepStrictEqual(item, after[id])) return `closed flush ${id} changed`;
+      }
+      const open = Object.values(after).filter((i) => i.state === 'Reserved' || i.state === 'Uncertain');
+      if (open.length > 1) return `${open.length} flushes open at once`;
+      const verified = Object.entries(after).filter(
+        ([id, i]) => i.state === 'Verified' && before[id]?.state !== 'Verified',
+      );
+      if (verified.length === 0) return null;
+      const lease = from.snapshot.context.sandbox.lease;
+      const [, item] = verified[0]!;
+      return lease?.operationId === item.terms.lease.operationId && sandboxOf(from) === 'Active'
+        ? null
+        : 'a flush was verified off its Active lease';
+    },
+  ],
+  [
     '(g) an empty listOwned settles no unresolved attempt',
     ({ from, event, to }) => {
       if (event.type !== 'provider.succeeded' || event.kind !== 'listOwned') return null;

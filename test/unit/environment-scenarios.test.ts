@@ -324,7 +324,13 @@ const fencesOf = (run: ModelState) => {
 describe('Environment scenarios', () => {
   it.each(scenarios)('$name', ({ steps, lifecycle, sandbox, leases, effects }) => {
     const run = play(steps);
-    expect(run.snapshot.value).toEqual({ lifecycle, sandbox, cleanup: 'Clean', commands: 'Open' });
+    expect(run.snapshot.value).toEqual({
+      lifecycle,
+      sandbox,
+      cleanup: 'Clean',
+      commands: 'Open',
+      workspace: 'Steady',
+    });
     expect(run.leaseRows).toEqual(leases);
     expect(run.effects.map(effectLabel)).toEqual(effects);
   });
@@ -361,6 +367,7 @@ describe('Environment scenarios', () => {
       sandbox: 'Active',
       cleanup: 'Clean',
       commands: 'Open',
+      workspace: 'Steady',
     });
     expect(done.snapshot.context.sandbox.unresolved).toEqual({});
     expect(done.last?.actions.find((a) => a.type === 'record.attemptsResolved')?.params).toEqual([

@@ -114,6 +114,12 @@ const cases: readonly [string, () => Error, Expected][] = [
     },
   ],
   [
+    'WorkspaceFlushConflictError',
+    () =>
+      new actorErrors.WorkspaceFlushConflictError('workspace-flush-closed', 'flush fl-1 is no longer open'),
+    { status: 409, code: 'workspace-flush-closed', detail: 'flush fl-1 is no longer open' },
+  ],
+  [
     'WorkspaceConflictError',
     () => new actorErrors.WorkspaceConflictError('vol-1'),
     {

@@ -1,0 +1,111 @@
+// Helpers for suspend tests in embedded mode: an Environment with an Active lease and its Workspace
+// attached (one per run, so each case owns its volume's transitions), and Core's suspend operation
+// and Runtime registration in the embedded RuntimeCore stand-in, moved to the state a case needs.
+import { expect } from 'vitest';
+import type { RuntimeOperation, RuntimeStepRef } from '../../actors/ports.ts';
+import {
+  EmbeddedRuntimeCore,
+  moveRuntimeOperation,
+  registerRuntimeOperation,
+  registerRuntimeRegistration,
+} from '../../actors/runtime-core/runtime-core-embedded.ts';
+import type { RuntimeOperationState } from '../../actors/runtime-core/runtime-operation.ts';
+import { readCurrentLease, type LeaseRow } from '../../store/leases.ts';
+import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
+import { actorOf } from './build-test-commands.ts';
+import type { Harness } from './harness.ts';
+import { provisionBody, setupScenario, waitForLease, type Scenario } from './sandbox-flow.ts';
+
+export interface ActiveSandbox {
+  s: Scenario;
+  run: string;
+  lease: LeaseRow;
+  volume: VolumeRow;
+}
+
+/** A fresh Environment in its own run, provisioned to Active with its Workspace attached. */
+export async function activeSandbox(h: Harness, run: string): Promise<ActiveSandbox> {
+  const s = await setupScenario(h, { run });
+  const provisioned = await h.request('POST', `${s.base}/sandbox/provision`, {
+    token: s.token,
+    body: provisionBody(s),
+  });
+  expect(provisioned.status).toBe(202);
+  await waitForLease(h, s, (l) => l['state'] === 'Active');
+  const lease = (await readCurrentLease(h.db, s.environmentId))!;
+  const volume = (await readVolume(h.db, s.volume.volumeId))!;
+  expect(volume).toMatchObject({ state: 'Attached', attachedLease: lease.resourceGeneration });
+  return { s, run, lease, volume };
+}
+
+export const stepRefOf = (sandbox: ActiveSandbox, stepId = 'agent_1'): RuntimeStepRef => ({
+  tenantId: 'acme',
+  projectId: 'checkout',
+  runId: sandbox.run,
+  stepId,
+  environmentId: sandbox.s.environmentId,
+});
+
+export const coreActor = actorOf('acme', 'alice', 'acme-alice-token');
+
+/**
+ * Core's suspend operation for the sandbox's lease and volume at its current transition revision,
+ * with a Runtime registration, moved along `states` (e.g. ['fenced']); answered as Core holds it.
+ */
+export async function coreSuspends(
+  h: Harness,
+  sandbox: ActiveSandbox,
+  { operationId = `op-suspend-${sandbox.run}`, states = ['fenced'] as RuntimeOperationState[] } = {},
+): Promise<RuntimeOperation> {
+  const ref = stepRefOf(sandbox);
+  const volume = (await readVolume(h.db, sandbox.volume.volumeId))!;
+  const created = await registerRuntimeOperation(
+    h.db,
+    {
+      ref,
+      operationId,
+      terms: {
+        kind: 'suspend',
+        placement: {
+          leaseOperationId: sandbox.lease.operationId,
+          resourceGeneration: sandbox.lease.resourceGeneration,
+          providerFence: sandbox.lease.providerFence,
+        },
+        workspace: { volumeId: volume.volumeId, transitionRevision: volume.revision },
+        requireReleaseCurrent: true,
+      },
+    },
+    'test',
+  );
+  expect(created).toBe('created');
+  await registerRuntimeRegistration(
+    h.db,
+    {
+      ref,
+      registrationId: `reg-${sandbox.run}`,
+      sessionId: 'session-1',
+      generation: 1,
+      profileId: 'profile-1',
+    },
+    'test',
+  );
+  let revision = 1;
+  for (const to of states) {
+    const moved = await moveRuntimeOperation(h.db, ref, operationId, revision, to);
+    expect(moved).toMatchObject({ result: 'moved' });
+    revision += 1;
+  }
+  return (await new EmbeddedRuntimeCore(h.db).currentRuntimeOperation(
+    coreActor,
+    ref,
+    AbortSignal.timeout(5_000),
+  ))!;
+}
+
+/** The flush request Core sends for its saved Fenced operation. */
+export const flushBodyOf = (operation: RuntimeOperation, volume: VolumeRow) => ({
+  stepId: operation.ref.stepId,
+  operationId: operation.operationId,
+  transitionRevision: operation.workspace.transitionRevision,
+  nextDataGeneration: volume.dataGeneration + 1,
+});
