@@ -23,19 +23,14 @@ import { readFlush, type FlushRow } from '../../store/workspace-flushes.ts';
 import type { VolumeRow } from '../../store/workspaces.ts';
 import { AgentHostFlushRefusedError, hostRefusalCodes } from '../agenthost-flush.ts';
 import { coreActorOf } from '../build-test/requests.ts';
-import { Guard, type AuthorityDeps } from '../guard.ts';
+import type { AuthorityDeps, Guard } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
-import type { AgentHost, AgentHostWorkspaceBinding, Permission, RuntimeCore } from '../ports.ts';
+import type { AgentHost, AgentHostWorkspaceBinding, RuntimeCore } from '../ports.ts';
 import type { RuntimeOperation, RuntimeStepRef } from '../runtime-core/runtime-operation.ts';
 import type { ActorRuntime } from '../runtime.ts';
 import { agentHostTargetOf, recordedRequestOf } from '../sandbox-readiness.ts';
-import {
-  SuspendRefusedError,
-  SuspendUnavailableError,
-  WorkspaceFlushRefusedError,
-  WorkspaceFlushUncertainError,
-} from './errors.ts';
-import type { SuspendActor } from './resolve.ts';
+import { SuspendRefusedError, WorkspaceFlushRefusedError, WorkspaceFlushUncertainError } from './errors.ts';
+import { openSuspendAddress, type SuspendActor } from './open.ts';
 import {
   askCoreForSuspend,
   attachedVolumeProblem,
@@ -88,8 +83,6 @@ export interface WorkspaceFlushResult {
   replayed: boolean;
 }
 
-const flushPermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
-
 /** One stable ID per Environment, Core operation and exact volume transition. */
 export const flushOperationIdOf = (
   environmentId: string,
@@ -135,10 +128,7 @@ export class WorkspaceFlushService {
     volumeId: string,
     request: WorkspaceFlushRequest,
   ): Promise<WorkspaceFlushResult> {
-    const guard = new Guard(this.deps, actor.caller, address.projectId, flushPermissions);
-    await guard.environment(address);
-    const core = this.deps.runtimeCore;
-    if (core === undefined) throw new SuspendUnavailableError();
+    const { guard, core } = await openSuspendAddress(this.deps, actor, address);
     const ref: RuntimeStepRef = { tenantId: actor.caller.tenantId, ...address, stepId: request.stepId };
     const flushOperationId = flushOperationIdOf(
       address.environmentId,

@@ -31,14 +31,12 @@ import {
 import { readVerifiedFlush, type FlushRow } from '../../store/workspace-flushes.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { coreActorOf } from '../build-test/requests.ts';
-import { EnvironmentNotFoundError } from '../errors.ts';
-import { Guard, type AuthorityDeps } from '../guard.ts';
-import type { EnvironmentAddress } from '../owned.ts';
-import type { AttemptRunner, Permission, RuntimeCore, RuntimeOperation } from '../ports.ts';
+import type { AuthorityDeps } from '../guard.ts';
+import type { AttemptRunner, RuntimeCore, RuntimeOperation } from '../ports.ts';
 import type { SavedOperationEvidence } from '../runtime-core/runtime-operation.ts';
 import type { ActorRuntime } from '../runtime.ts';
-import { SuspendRefusedError, SuspendUnavailableError } from './errors.ts';
-import type { SuspendActor } from './resolve.ts';
+import { SuspendRefusedError } from './errors.ts';
+import { openSuspendStep, type SuspendActor } from './open.ts';
 import { askCoreForSuspend, refuseOn } from './suspend-checks.ts';
 
 export interface PlacementReleaseDeps extends AuthorityDeps {
@@ -69,8 +67,6 @@ export interface PlacementReleaseAnswer {
   };
 }
 
-const releasePermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
-
 /** The abandon's idempotency key: one per Core operation, so a replay is the same release. */
 export const releaseKeyOf = (operationId: string) => `suspend-release:${operationId}`;
 
@@ -80,17 +76,7 @@ export class PlacementReleaseService {
   async release(actor: SuspendActor, request: PlacementReleaseRequest): Promise<PlacementReleaseAnswer> {
     const { operation: offered, evidence } = request;
     const { ref } = offered;
-    // Another tenant's step is not found, exactly as an Environment that does not exist.
-    if (actor.caller.tenantId !== ref.tenantId) throw new EnvironmentNotFoundError(ref.environmentId);
-    const address: EnvironmentAddress = {
-      projectId: ref.projectId,
-      runId: ref.runId,
-      environmentId: ref.environmentId,
-    };
-    const guard = new Guard(this.deps, actor.caller, ref.projectId, releasePermissions);
-    await guard.environment(address);
-    const core = this.deps.runtimeCore;
-    if (core === undefined) throw new SuspendUnavailableError();
+    const { guard, core } = await openSuspendStep(this.deps, actor, ref);
 
     // Core commits its manifest before it asks for the release.
     const { operation } = await guard.after(() =>

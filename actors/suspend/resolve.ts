@@ -12,12 +12,11 @@
 import type { Database } from '../../store/db.ts';
 import { lockEnvironment } from '../../store/environments.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
-import { coreActorOf, type BuildTestActor } from '../build-test/requests.ts';
-import { EnvironmentNotFoundError } from '../errors.ts';
-import { Guard, type AuthorityDeps } from '../guard.ts';
-import type { EnvironmentAddress } from '../owned.ts';
-import type { Permission, RuntimeCore, RuntimeOperation } from '../ports.ts';
-import { SuspendRefusedError, SuspendUnavailableError } from './errors.ts';
+import { coreActorOf } from '../build-test/requests.ts';
+import type { AuthorityDeps } from '../guard.ts';
+import type { RuntimeCore, RuntimeOperation } from '../ports.ts';
+import { SuspendRefusedError } from './errors.ts';
+import { openSuspendStep, type SuspendActor } from './open.ts';
 import {
   askCoreForSuspend,
   attachedVolumeProblem,
@@ -29,8 +28,7 @@ import {
   type SessionProof,
 } from './suspend-checks.ts';
 
-/** Who asks: the original actor Core acts for, with the bearer it presented (never printed). */
-export type SuspendActor = BuildTestActor;
+export type { SuspendActor };
 
 export interface SuspendDeps extends AuthorityDeps {
   db: Database;
@@ -71,8 +69,6 @@ export interface SuspendResolution {
   nextDataGeneration: number;
 }
 
-const suspendPermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
-
 export class SuspendService {
   constructor(private readonly deps: SuspendDeps) {}
 
@@ -80,17 +76,7 @@ export class SuspendService {
   async resolve(actor: SuspendActor, request: SuspendResolveRequest): Promise<SuspendResolution> {
     const offered = request.operation;
     const { ref } = offered;
-    // Another tenant's step is not found, exactly as an Environment that does not exist.
-    if (actor.caller.tenantId !== ref.tenantId) throw new EnvironmentNotFoundError(ref.environmentId);
-    const address: EnvironmentAddress = {
-      projectId: ref.projectId,
-      runId: ref.runId,
-      environmentId: ref.environmentId,
-    };
-    const guard = new Guard(this.deps, actor.caller, ref.projectId, suspendPermissions);
-    await guard.environment(address);
-    const core = this.deps.runtimeCore;
-    if (core === undefined) throw new SuspendUnavailableError();
+    const { guard, core } = await openSuspendStep(this.deps, actor, ref);
 
     const { operation, registration } = await guard.after(() =>
       askCoreForSuspend(

@@ -8,28 +8,10 @@ import { initialTransition, transition } from 'xstate';
 import { environmentDefinition } from '../../actors/environment-definition.ts';
 import { environmentMachine } from '../../machines/environment.ts';
 import type { EnvironmentEvent, FlushTerms } from '../../machines/environment-events.ts';
-import type { ProviderEffect } from '../../machines/environment-effects.ts';
-import {
-  abandon,
-  environmentInput,
-  provision,
-  result,
-  type EnvironmentSnapshot,
-} from '../support/environment-events.ts';
+import { activeLease, effects } from '../support/active-lease.ts';
+import { abandon, environmentInput, type EnvironmentSnapshot } from '../support/environment-events.ts';
 
 type Actions = readonly { type: string; params?: unknown }[];
-const effects = (actions: Actions): ProviderEffect[] =>
-  actions.filter((a) => a.type === 'effect.provider').map((a) => a.params as ProviderEffect);
-
-function activeLease(): EnvironmentSnapshot {
-  const [start] = initialTransition(environmentMachine, environmentInput);
-  const [provisioning, actions] = transition(environmentMachine, start, provision('op-1'));
-  const [attempt] = effects(actions);
-  if (attempt === undefined) throw new Error('no provision attempt');
-  const [active] = transition(environmentMachine, provisioning, result(attempt, 'succeeded'));
-  expect(active.value).toMatchObject({ sandbox: 'Active', workspace: 'Steady' });
-  return active;
-}
 
 const terms: FlushTerms = {
   volumeId: 'vol-1',
