@@ -7,7 +7,7 @@ import { applyEnvironmentActions } from './environment-records.ts';
 
 export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
   machine: environmentMachine,
-  version: 4,
+  version: 5,
   migrations: {
     // Version 2 adds the cleanup region (late resources): nothing to clean up in older snapshots.
     1: (persisted) => {
@@ -36,6 +36,11 @@ export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
         context: { ...snapshot.context, flushes: {} },
       };
     },
+    // Version 5 records lifecycle generation advances by operation key: none in older snapshots.
+    4: (persisted) => {
+      const snapshot = persisted as { value: Record<string, unknown>; context: Record<string, unknown> };
+      return { ...snapshot, context: { ...snapshot.context, advances: {} } };
+    },
   },
   project(snapshot: AnyMachineSnapshot) {
     const value = snapshot.value as { lifecycle: string };
@@ -44,7 +49,7 @@ export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
   },
   applyActions: applyEnvironmentActions,
   fences(event) {
-    return event.type === 'environment.release'
+    return event.type === 'environment.release' || event.type === 'environment.advance'
       ? { lifecycleGeneration: event.expectedLifecycleGeneration }
       : {};
   },

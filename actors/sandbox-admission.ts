@@ -8,6 +8,7 @@ import type { ProviderIdentity } from '../providers/provider.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import { pinStorageBinding, readStorageBinding } from '../store/workspace-bindings.ts';
+import { readVerifiedFlushGenerations } from '../store/workspace-flushes.ts';
 import { EmbeddedWorkspaceStorage } from '../store/workspace-storage.ts';
 import { readVolume } from '../store/workspaces.ts';
 import {
@@ -110,11 +111,13 @@ export async function verifyWorkspace(
     dataGeneration: workspace.dataGeneration,
   };
   const binding = await readStorageBinding(q, workspace.volumeId);
+  // A verified flush moves the record past storage's annotation; only its exact chain is accepted.
+  const flushedFrom = await readVerifiedFlushGenerations(q, workspace.volumeId);
   const evidence = await inspectStorage(storage, ref);
   const refuse = (failures: StorageCheckFailure[]) => {
     if (failures.length > 0) throw new WorkspaceStorageRefusedError(workspace.volumeId, failures);
   };
-  refuse(checkStorageEvidence({ volume: ref, selection: storage.selection, binding }, evidence));
+  refuse(checkStorageEvidence({ volume: ref, selection: storage.selection, binding, flushedFrom }, evidence));
   if (binding !== null || evidence.pvc === null || evidence.selection === null) return;
   // First verified admission: pin what was verified; a concurrent first pin of other storage loses here.
   const held = await pinStorageBinding(q, workspace.volumeId, {
@@ -123,7 +126,9 @@ export async function verifyWorkspace(
     pvcName: evidence.pvc.name,
     pvcUid: evidence.pvc.uid,
   });
-  refuse(checkStorageEvidence({ volume: ref, selection: storage.selection, binding: held }, evidence));
+  refuse(
+    checkStorageEvidence({ volume: ref, selection: storage.selection, binding: held, flushedFrom }, evidence),
+  );
 }
 
 /** One bounded readback; a port that cannot answer becomes WorkspaceStorageUnavailableError (503). */

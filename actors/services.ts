@@ -24,6 +24,7 @@ import { ActorRuntime } from './runtime.ts';
 import { PlacementService } from './placement.ts';
 import { RuntimeProfileService } from './runtime-profiles.ts';
 import { SandboxService } from './sandbox.ts';
+import { ResumeService } from './resume/service.ts';
 import { WorkspaceFlushService } from './suspend/flush.ts';
 import { PlacementReleaseService } from './suspend/release-placement.ts';
 import { SuspendService } from './suspend/resolve.ts';
@@ -42,6 +43,7 @@ export interface Services {
   buildTest: BuildTestService;
   suspend: SuspendService;
   workspaceFlush: WorkspaceFlushService;
+  resume: ResumeService;
   placementRelease: PlacementReleaseService;
 }
 
@@ -77,9 +79,10 @@ export function createServices(deps: {
   const placement = new PlacementService(deps);
   const { agentHostProfiles: configuration } = deps;
   const changes = new EnvironmentChanges({ db: deps.db, runtime: deps.runtime });
+  const sandbox = new SandboxService({ ...deps, agentHost, changes });
   return {
     lifecycle: new LifecycleService({ ...deps, changes }),
-    sandbox: new SandboxService({ ...deps, agentHost, changes }),
+    sandbox,
     placement,
     runtimeProfiles: new RuntimeProfileService({
       ...deps,
@@ -96,5 +99,6 @@ export function createServices(deps: {
     suspend: new SuspendService(deps),
     workspaceFlush: new WorkspaceFlushService({ ...deps, agentHost }),
     placementRelease: new PlacementReleaseService(deps),
+    resume: new ResumeService({ ...deps, agentHost, sandbox }),
   };
 }

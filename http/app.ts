@@ -27,6 +27,7 @@ import { providerReportRoutes } from './routes/provider-reports.ts';
 import { queueDashboardRoutes } from './routes/queue-dashboard.ts';
 import { requestContext } from './request-context.ts';
 import { runtimeProfileRoutes } from './routes/runtime-profiles.ts';
+import { runtimeResumeRoutes } from './routes/runtime-resume.ts';
 import { runtimeSuspendRoutes } from './routes/runtime-suspend.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 
@@ -123,6 +124,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     '/',
     runtimeSuspendRoutes(deps.services.suspend, deps.services.workspaceFlush, deps.services.placementRelease),
   );
+  app.route('/', runtimeResumeRoutes(deps.services.resume));
   // Fails closed (503) in every mode until its admissions exist; outside /api, so no user token applies.
   app.route('/', providerReportRoutes());
   // Before the embedded admin routes: it answers its own paths (operator checked inside, either mode).

@@ -176,6 +176,8 @@ export interface EnvironmentContext {
    * release and a resume rely on.
    */
   flushes: Record<string, FlushItem>;
+  /** Lifecycle generation advances by operation key: each key advances once (a replay finds it). */
+  advances: Record<string, { fromGeneration: number; toGeneration: number }>;
 }
 
 export const ownerFenceOf = (context: EnvironmentContext): OwnerFence => ({

@@ -33,6 +33,17 @@ export const releaseEventSchema = z.strictObject({
   idempotencyKey: idempotencyKeySchema,
 });
 
+/**
+ * Advance the Environment's lifecycle generation by one, once per operation key (a resume does,
+ * before it provisions its new Sandbox): only from exactly the expected generation, with no current
+ * lease and nothing unresolved. Leases, cleanups and releases under the older generation are stale.
+ */
+export const advanceEventSchema = z.strictObject({
+  type: z.literal('environment.advance'),
+  operationKey: idempotencyKeySchema,
+  expectedLifecycleGeneration: generation,
+});
+
 export const workspaceMountSchema = z.strictObject({
   volumeId: z
     .string()
@@ -419,6 +430,7 @@ export const workspaceEventSchemas = [
 
 export const environmentEventSchema = z.discriminatedUnion('type', [
   releaseEventSchema,
+  advanceEventSchema,
   provisionEventSchema,
   abandonEventSchema,
   reconcileEventSchema,

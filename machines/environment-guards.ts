@@ -18,6 +18,12 @@ export function releaseAllowed({ context, event }: Args): boolean {
   );
 }
 
+/** The expected generation is the current one, and this key has not advanced it before. */
+export const advanceAllowed = ({ context, event }: Args): boolean =>
+  event.type === 'environment.advance' &&
+  event.expectedLifecycleGeneration === context.lifecycleGeneration &&
+  !(event.operationKey in context.advances);
+
 export const noUnresolved = ({ context }: Args): boolean =>
   Object.keys(context.sandbox.unresolved).length === 0;
 

@@ -29,6 +29,7 @@ export const environmentSetup = setup({
   },
   guards: {
     releaseAllowed: g.releaseAllowed,
+    advanceAllowed: g.advanceAllowed,
     noUnresolved: g.noUnresolved,
     leaseMatches: g.leaseMatches,
     currentAttempt: g.currentAttempt,
@@ -70,6 +71,7 @@ export const environmentSetup = setup({
       release: ({ event }) =>
         event.type === 'environment.release' ? { idempotencyKey: event.idempotencyKey } : null,
     }),
+    advanceLifecycle: assign(u.advanceLifecycle),
     reserveLease: assign({ sandbox: u.reserveLease }),
     openAttempt: assign({
       sandbox: (args, params: { kind: u.LeaseEffectKind }) => u.openAttempt(args, params.kind),

@@ -248,3 +248,16 @@ export function applyRenewal({ context, event }: Args): SandboxContext {
   };
   return withLease(context.sandbox, { renewal: { ...renewal, state: 'Failed', error } });
 }
+
+/** The lifecycle generation, one further, and the key that moved it. */
+export function advanceLifecycle({ context, event }: Args): Partial<EnvironmentContext> {
+  if (event.type !== 'environment.advance') return {};
+  const toGeneration = context.lifecycleGeneration + 1;
+  return {
+    lifecycleGeneration: toGeneration,
+    advances: {
+      ...context.advances,
+      [event.operationKey]: { fromGeneration: context.lifecycleGeneration, toGeneration },
+    },
+  };
+}

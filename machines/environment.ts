@@ -100,6 +100,7 @@ export const environmentMachine = environmentSetup.createMachine({
     cleanups: {},
     commands: {},
     flushes: {},
+    advances: {},
   }),
   states: {
     lifecycle: {
@@ -111,6 +112,12 @@ export const environmentMachine = environmentSetup.createMachine({
               guard: 'releaseAllowed',
               target: 'Releasing',
               actions: 'recordReleaseRequest',
+            },
+            // The lifecycle generation moves by one with no lease current (resume, before its
+            // new Sandbox): what the older generation authorized is stale from here on.
+            'environment.advance': {
+              guard: and(['advanceAllowed', terminalSandbox, 'noUnresolved', 'noOpenCleanup']),
+              actions: 'advanceLifecycle',
             },
           },
         },

@@ -135,3 +135,17 @@ export async function advanceFlushedVolume(
   );
   return rowCount === 1;
 }
+
+/**
+ * The data generations this volume's Verified flushes started from, ascending: each moved the volume
+ * from that generation to the next. The storage check (actors/workspace-storage.ts) accepts an older
+ * annotated data generation only when these chain it exactly to the volume's current one.
+ */
+export async function readVerifiedFlushGenerations(q: Queryable, volumeId: string): Promise<number[]> {
+  const { rows } = await q.query<{ dataGeneration: number }>(
+    `SELECT DISTINCT data_generation AS "dataGeneration" FROM workspace_flushes
+      WHERE volume_id = $1 AND state = 'Verified' ORDER BY 1`,
+    [volumeId],
+  );
+  return rows.map((r) => r.dataGeneration);
+}

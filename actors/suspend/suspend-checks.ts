@@ -41,6 +41,8 @@ export type SessionProof = z.infer<typeof sessionProofSchema>;
 export interface ExpectedSuspend {
   operationId: string;
   states: readonly RuntimeOperationState[];
+  /** The operation's kind (default suspend; resume steps ask for their resume operation). */
+  kind?: 'suspend' | 'resume';
 }
 
 export interface SuspendCoreFacts {
@@ -73,10 +75,11 @@ export async function askCoreForSuspend(
       `Core holds no current operation for Environment ${ref.environmentId}; suspend operation ${expected.operationId} is not current`,
     );
   }
-  if (operation.kind !== 'suspend' || operation.operationId !== expected.operationId) {
+  const kind = expected.kind ?? 'suspend';
+  if (operation.kind !== kind || operation.operationId !== expected.operationId) {
     throw new SuspendRefusedError(
       'suspend-operation-not-current',
-      `Core's current operation for Environment ${ref.environmentId} is ${operation.kind} operation ${operation.operationId}, not suspend operation ${expected.operationId}`,
+      `Core's current operation for Environment ${ref.environmentId} is ${operation.kind} operation ${operation.operationId}, not ${kind} operation ${expected.operationId}`,
     );
   }
   if (!expected.states.includes(operation.state)) {

@@ -137,6 +137,19 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
   const { context } = state.snapshot;
   const { lease, counters } = context.sandbox;
   const events = [release(context.lifecycleGeneration), release(context.lifecycleGeneration + 1)];
+  // One resume's advance, at the current generation and a stale one: proposed once every lease the
+  // bounds allow was reserved, so the states after it are not a second copy of the whole lifecycle.
+  if (counters.resourceGeneration === bounds.leases) {
+    for (const expected of [context.lifecycleGeneration, context.lifecycleGeneration - 1].filter(
+      (g) => g >= 1,
+    )) {
+      events.push({
+        type: 'environment.advance',
+        operationKey: 'resume-1',
+        expectedLifecycleGeneration: expected,
+      });
+    }
+  }
   if (counters.resourceGeneration < bounds.leases) {
     // Every model lease expires at T1, so expiry is explored (T0: not yet; T2: past it).
     events.push(provision(`op-${counters.resourceGeneration + 1}`, T1));
@@ -378,6 +391,7 @@ export function serializeModel(state: ModelState): string {
     value,
     leases: counters.resourceGeneration,
     released: context.release !== null,
+    advanced: Object.keys(context.advances).length,
     lease: lease && {
       recovering: lease.recovering,
       releaseConfirmed: lease.releaseConfirmed,

@@ -8,6 +8,7 @@ import type {
   ProjectsAuthority,
   RunSelectionSource,
 } from '../../actors/ports.ts';
+import type { NetworkPolicyWriter } from '../../actors/network-policy-writer.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
 import type { AgentHostConfiguration } from '../../config/agenthost.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../../actors/services.ts';
@@ -92,6 +93,8 @@ export interface HarnessOptions {
   workers?: WorkerSettings | false;
   /** Core's suspend/resume side (default: none, so suspend and resume answer 503). */
   runtimeCore?: RuntimeCore;
+  /** The network policy owner's write a resume needs (default: none). */
+  networkPolicyWriter?: NetworkPolicyWriter;
   /** Offer BuildTest: the API side (profile, Core, runner) and the workers' (the same plus an actor). */
   buildTest?: { offer: BuildTestOffer; worker: BuildTestWorkerDeps };
 }
@@ -128,6 +131,9 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     ...(options.agentHostProfiles === undefined ? {} : { agentHostProfiles: options.agentHostProfiles }),
     ...(options.buildTest === undefined ? {} : { buildTest: options.buildTest.offer }),
     ...(options.runtimeCore === undefined ? {} : { runtimeCore: options.runtimeCore }),
+    ...(options.networkPolicyWriter === undefined
+      ? {}
+      : { networkPolicyWriter: options.networkPolicyWriter }),
   });
   const workers =
     options.workers === undefined || options.workers === false

@@ -19,13 +19,14 @@ import { provisionBody, setupScenario, waitForLease, type Scenario } from './san
 export interface ActiveSandbox {
   s: Scenario;
   run: string;
+  project: string;
   lease: LeaseRow;
   volume: VolumeRow;
 }
 
 /** A fresh Environment in its own run, provisioned to Active with its Workspace attached. */
-export async function activeSandbox(h: Harness, run: string): Promise<ActiveSandbox> {
-  const s = await setupScenario(h, { run });
+export async function activeSandbox(h: Harness, run: string, project = 'checkout'): Promise<ActiveSandbox> {
+  const s = await setupScenario(h, { run, project });
   const provisioned = await h.request('POST', `${s.base}/sandbox/provision`, {
     token: s.token,
     body: provisionBody(s),
@@ -35,12 +36,12 @@ export async function activeSandbox(h: Harness, run: string): Promise<ActiveSand
   const lease = (await readCurrentLease(h.db, s.environmentId))!;
   const volume = (await readVolume(h.db, s.volume.volumeId))!;
   expect(volume).toMatchObject({ state: 'Attached', attachedLease: lease.resourceGeneration });
-  return { s, run, lease, volume };
+  return { s, run, project, lease, volume };
 }
 
 export const stepRefOf = (sandbox: ActiveSandbox, stepId = 'agent_1'): RuntimeStepRef => ({
   tenantId: 'acme',
-  projectId: 'checkout',
+  projectId: sandbox.project,
   runId: sandbox.run,
   stepId,
   environmentId: sandbox.s.environmentId,

@@ -305,6 +305,22 @@ const invariants: [string, (edge: Edge) => string | null][] = [
     },
   ],
   [
+    '(o) the lifecycle generation moves only by environment.advance: by one, once per key, with no current lease',
+    ({ from, event, to }) => {
+      const before = from.snapshot.context.lifecycleGeneration;
+      const after = to.snapshot.context.lifecycleGeneration;
+      if (before === after) return null;
+      if (event.type !== 'environment.advance') return `the lifecycle generation moved on ${event.type}`;
+      if (after !== before + 1) return `advanced ${before} → ${after}`;
+      if (event.operationKey in from.snapshot.context.advances)
+        return `key ${event.operationKey} advanced twice`;
+      if (!terminalSandbox.has(sandboxOf(from))) return `advanced with the sandbox ${sandboxOf(from)}`;
+      return Object.keys(from.snapshot.context.sandbox.unresolved).length === 0
+        ? null
+        : 'advanced with unresolved attempts';
+    },
+  ],
+  [
     '(g) an empty listOwned settles no unresolved attempt',
     ({ from, event, to }) => {
       if (event.type !== 'provider.succeeded' || event.kind !== 'listOwned') return null;

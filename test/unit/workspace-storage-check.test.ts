@@ -107,11 +107,92 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
     },
     ['workspace-pv-claim-mismatch'],
   ],
+  // The volume is at data generation 3; `flushedFrom` lists where its Verified flushes started.
+  [
+    '15. annotations at the current data generation pass, flushes or not',
+    { ...expected, flushedFrom: [1, 2] },
+    good,
+    [],
+  ],
+  [
+    '16. one behind, with a verified flush from it, passes',
+    { ...expected, flushedFrom: [2] },
+    { ...good, pvc: { ...pvc, dataGeneration: '2' } },
+    [],
+  ],
+  [
+    '17. two behind, with a complete chain of verified flushes, passes',
+    { ...expected, flushedFrom: [1, 2] },
+    { ...good, pvc: { ...pvc, dataGeneration: '1' } },
+    [],
+  ],
+  [
+    '18. a gap in the chain is refused',
+    { ...expected, flushedFrom: [0, 2] },
+    { ...good, pvc: { ...pvc, dataGeneration: '0' } },
+    ['workspace-storage-mismatch'],
+  ],
+  [
+    '19. annotations ahead of the volume are refused, whatever was flushed',
+    { ...expected, flushedFrom: [3] },
+    { ...good, pvc: { ...pvc, dataGeneration: '4' } },
+    ['workspace-storage-mismatch'],
+  ],
+  [
+    '20. a flush from the annotated generation but none from the next is refused',
+    { ...expected, flushedFrom: [1] },
+    { ...good, pvc: { ...pvc, dataGeneration: '1' } },
+    ['workspace-storage-mismatch'],
+  ],
+  [
+    '21. an annotation that is not a canonical count is refused, even if it reads as one',
+    { ...expected, flushedFrom: [2] },
+    { ...good, pvc: { ...pvc, dataGeneration: '02' } },
+    ['workspace-storage-mismatch'],
+  ],
+  [
+    '22. a verified chain excuses only the data generation, never another environment',
+    { ...expected, flushedFrom: [2] },
+    { ...good, pvc: { ...pvc, dataGeneration: '2', environmentId: 'env_b' } },
+    ['workspace-storage-mismatch'],
+  ],
 ];
 
 describe('checkStorageEvidence', () => {
   it.each(cases)('%s', (_name, expectation, evidence, codes) => {
     expect(checkStorageEvidence(expectation, evidence).map((f) => f.code)).toEqual(codes);
+  });
+});
+
+describe('data generations a verified flush changed', () => {
+  const annotated = (dataGeneration: string) => ({ ...good, pvc: { ...pvc, dataGeneration } });
+  const messages = (flushedFrom: number[], dataGeneration: string) =>
+    checkStorageEvidence({ ...expected, flushedFrom }, annotated(dataGeneration)).map((f) => f.message);
+
+  it('names the missing step of the chain, or that storage is ahead', () => {
+    expect(messages([0, 2], '0')).toEqual([
+      'PersistentVolumeClaim ns/vol-a is annotated with data generation 0, not 3 (no verified flush of the volume from 1 to 2)',
+    ]);
+    expect(messages([1], '1')).toEqual([
+      'PersistentVolumeClaim ns/vol-a is annotated with data generation 1, not 3 (no verified flush of the volume from 2 to 3)',
+    ]);
+    expect(messages([3], '4')).toEqual([
+      'PersistentVolumeClaim ns/vol-a is annotated with data generation 4, not 3 (ahead of the volume)',
+    ]);
+  });
+
+  it('lists the data generation after the other annotations it differs in', () => {
+    const failures = checkStorageEvidence(
+      { ...expected, flushedFrom: [] },
+      { ...good, pvc: { ...pvc, resourceGeneration: '2', dataGeneration: '2' } },
+    );
+    expect(failures).toEqual([
+      {
+        code: 'workspace-storage-mismatch',
+        message:
+          'PersistentVolumeClaim ns/vol-a is annotated with resource generation 2, not 1; data generation 2, not 3 (no verified flush of the volume from 2 to 3)',
+      },
+    ]);
   });
 });
 

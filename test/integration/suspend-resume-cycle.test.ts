@@ -1,0 +1,286 @@
+// The whole suspend/resume cycle through the real HTTP app on PostgreSQL, embedded mode: resolve →
+// flush → placement release → resume prepare → verify, Core played by the embedded RuntimeCore
+// stand-in and the AgentHost by the embedded Host with a real Workspace tree on disk. The tree hash
+// the flush receipt carries is the tree hash the new Host computes after resume; each step replayed
+// answers the same without a second effect; a changed tree fails verify; a resume without the saved
+// configuration acknowledgment is refused before any effect.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import type { RuntimeOperation } from '../../actors/ports.ts';
+import { savedEvidenceOf, type ResumeManifest } from '../../actors/resume/requests.ts';
+import {
+  EmbeddedRuntimeCore,
+  moveRuntimeOperation,
+  registerRuntimeOperation,
+  saveRuntimeOperationEvidence,
+} from '../../actors/runtime-core/runtime-core-embedded.ts';
+import { TableNetworkPolicyWriter } from '../../actors/network-policy-writer-embedded.ts';
+import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
+import { readCurrentLease, readLeaseByOperation } from '../../store/leases.ts';
+import { readVolume } from '../../store/workspaces.ts';
+import { openBackend, type BackendHandle } from '../support/databases.ts';
+import { buildHarness, type Harness } from '../support/harness.ts';
+import {
+  activeSandbox,
+  coreActor,
+  coreSuspends,
+  flushBodyOf,
+  stepRefOf,
+  type ActiveSandbox,
+} from '../support/suspend-flow.ts';
+
+let handle: BackendHandle;
+let h: Harness;
+let host: EmbeddedAgentHost;
+let stateDir: string;
+let runs = 0;
+
+beforeAll(async () => {
+  handle = await openBackend('postgres');
+  stateDir = await mkdtemp(join(tmpdir(), 'sandlot-resume-'));
+  host = new EmbeddedAgentHost({ db: handle.db, stateDir });
+  h = await buildHarness(handle.db, {
+    workers: {},
+    agentHost: host,
+    runtimeCore: new EmbeddedRuntimeCore(handle.db),
+    networkPolicyWriter: new TableNetworkPolicyWriter(handle.db),
+    provider: { phaseDelaysMs: { imageReady: 10, started: 30 } },
+  });
+}, 120_000);
+afterAll(async () => {
+  await h.close();
+  await handle.close();
+  await rm(stateDir, { recursive: true, force: true });
+});
+
+const post = (sandbox: ActiveSandbox, path: string, body: unknown) =>
+  h.request('POST', path, { token: sandbox.s.token, body });
+
+const configuration = {
+  sessionId: 'session-1',
+  eventId: 'evt-config-1',
+  objectReference: 'obj-config-1',
+  sha256: 'c'.repeat(64),
+  length: 512,
+};
+
+interface Suspended {
+  sandbox: ActiveSandbox;
+  /** Core's reserved-then-fenced resume operation. */
+  resume: RuntimeOperation;
+  manifest: ResumeManifest;
+  request: Record<string, unknown>;
+}
+
+/** Suspends a fresh sandbox with a file in its Workspace, and has Core reserve and fence its resume. */
+async function suspended(manifestChange: Partial<ResumeManifest> = {}): Promise<Suspended> {
+  // Its own project: a resume moves the project's network policy generation.
+  const sandbox = await activeSandbox(h, `run-cycle-${++runs}`, `project-${runs}`);
+  const dir = await host.workspaceDirectory(sandbox.volume.volumeId);
+  await writeFile(join(dir, 'notes.md'), `work of ${sandbox.run}\n`);
+  const ref = stepRefOf(sandbox);
+
+  // Suspend: resolve while Reserved, flush while Fenced, release once Committed.
+  const reserved = await coreSuspends(h, sandbox, { states: [] });
+  const resolved = await post(sandbox, '/internal/runtime/suspend/resolve', {
+    operation: reserved,
+    session: { registrationId: `reg-${sandbox.run}`, sessionId: 'session-1', generation: 1 },
+  });
+  expect(resolved.status).toBe(200);
+  await moveRuntimeOperation(h.db, ref, reserved.operationId, 1, 'fenced');
+  const flushRes = await post(
+    sandbox,
+    `${sandbox.s.base}/workspace-volumes/${sandbox.volume.volumeId}/flush`,
+    flushBodyOf(reserved, sandbox.volume),
+  );
+  expect(flushRes.status).toBe(200);
+  const { flush } = (await flushRes.json()) as {
+    flush: {
+      transitionRevision: number;
+      nextDataGeneration: number;
+      hostReceiptSha256: string;
+      receipt: { flush: { treeHash: string; fileCount: number; byteCount: number } };
+    };
+  };
+  const suspendEvidence = {
+    transitionRevision: flush.transitionRevision,
+    dataGeneration: flush.nextDataGeneration,
+    hostReceiptSha256: flush.hostReceiptSha256,
+    manifestSha256: 'a'.repeat(64),
+  };
+  await saveRuntimeOperationEvidence(h.db, ref, reserved.operationId, suspendEvidence);
+  await moveRuntimeOperation(h.db, ref, reserved.operationId, 2, 'committed');
+  const core = new EmbeddedRuntimeCore(h.db);
+  const committed = (await core.currentRuntimeOperation(coreActor, ref, AbortSignal.timeout(5_000)))!;
+  const released = await post(sandbox, '/internal/runtime/suspend/release-placement', {
+    operation: committed,
+    evidence: suspendEvidence,
+  });
+  expect(released.status).toBe(200);
+  await moveRuntimeOperation(h.db, ref, reserved.operationId, 3, 'completed');
+
+  // Resume: Core reserves its operation, saves the evidence of its complete manifest, fences it.
+  const manifest: ResumeManifest = {
+    source: {
+      leaseOperationId: sandbox.lease.operationId,
+      lifecycleGeneration: sandbox.lease.lifecycleGeneration,
+      resourceGeneration: sandbox.lease.resourceGeneration,
+      providerFence: sandbox.lease.providerFence,
+      networkPolicyGeneration: 1,
+    },
+    workspace: {
+      volumeId: sandbox.volume.volumeId,
+      transitionRevision: flush.transitionRevision,
+      dataGeneration: flush.nextDataGeneration,
+      treeHash: flush.receipt.flush.treeHash,
+      fileCount: flush.receipt.flush.fileCount,
+      byteCount: flush.receipt.flush.byteCount,
+    },
+    hostReceiptSha256: flush.hostReceiptSha256,
+    configuration,
+    ...manifestChange,
+  };
+  const resumeId = `op-resume-${sandbox.run}`;
+  await registerRuntimeOperation(
+    h.db,
+    {
+      ref,
+      operationId: resumeId,
+      terms: {
+        kind: 'resume',
+        placement: {
+          leaseOperationId: sandbox.lease.operationId,
+          resourceGeneration: sandbox.lease.resourceGeneration,
+          providerFence: sandbox.lease.providerFence,
+        },
+        workspace: { volumeId: sandbox.volume.volumeId, transitionRevision: flush.transitionRevision },
+        requireReleaseCurrent: false,
+      },
+    },
+    'test',
+  );
+  const request = {
+    manifest,
+    hostReceiptSha256: flush.hostReceiptSha256,
+    transitionRevision: flush.transitionRevision,
+  };
+  await saveRuntimeOperationEvidence(
+    h.db,
+    ref,
+    resumeId,
+    savedEvidenceOf({ ...request, operation: committed }),
+  );
+  await moveRuntimeOperation(h.db, ref, resumeId, 1, 'fenced');
+  const resume = (await core.currentRuntimeOperation(coreActor, ref, AbortSignal.timeout(5_000)))!;
+  return { sandbox, resume, manifest, request: { ...request, operation: resume } };
+}
+
+/** Prepare, repeated while the new Sandbox is still Provisioning (202). */
+async function prepare(s: Suspended) {
+  for (;;) {
+    const res = await post(s.sandbox, '/internal/runtime/resume/prepare', s.request);
+    if (res.status !== 202) return res;
+  }
+}
+
+describe('suspend and resume', () => {
+  it('resumes from exactly the flushed data: the new Host hashes the tree the flush receipt named', async () => {
+    const s = await suspended();
+    const { sandbox, manifest } = s;
+    const res = await prepare(s);
+    if (res.status !== 200) throw new Error(await res.text());
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const prepared = (await res.json()) as { state: string; restoredWorkspace: Record<string, unknown> };
+    const restored = prepared.restoredWorkspace as {
+      lifecycleGeneration: number;
+      lease: { operationId: string; lifecycleGeneration: number };
+      workspace: { dataGeneration: number; state: string };
+      networkPolicyGeneration: number;
+    };
+    expect(prepared.state).toBe('Prepared');
+    expect(restored.lifecycleGeneration).toBe(manifest.source.lifecycleGeneration + 1);
+    expect(restored.lease.lifecycleGeneration).toBe(manifest.source.lifecycleGeneration + 1);
+    expect(restored.workspace).toMatchObject({
+      state: 'Attached',
+      dataGeneration: manifest.workspace.dataGeneration,
+    });
+    expect(restored.networkPolicyGeneration).toBe(manifest.source.networkPolicyGeneration + 1);
+    const lease = (await readCurrentLease(h.db, sandbox.s.environmentId))!;
+    expect(lease).toMatchObject({ operationId: restored.lease.operationId, state: 'Active' });
+    expect(lease.operationId).not.toBe(sandbox.lease.operationId);
+
+    const verify = () =>
+      post(sandbox, '/internal/runtime/resume/verify', { ...s.request, restoredWorkspace: restored });
+    const verified = await verify();
+    if (verified.status !== 200) throw new Error(await verified.text());
+    const receipt = (await verified.json()) as {
+      contentProof: { treeHash: string; fileCount: number };
+      networkPolicyGeneration: number;
+    };
+    expect(receipt.contentProof.treeHash).toBe(manifest.workspace.treeHash);
+    expect(receipt.contentProof.fileCount).toBe(manifest.workspace.fileCount);
+    expect(receipt.networkPolicyGeneration).toBe(2);
+
+    // Replays: the same placement, the lifecycle advanced once, one new lease; the same proof.
+    const again = await prepare(s);
+    expect(await again.json()).toEqual(prepared);
+    const leases = await h.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM sandbox_leases WHERE environment_id = $1',
+      [sandbox.s.environmentId],
+    );
+    expect(leases.rows[0]?.n).toBe(2);
+    const advances = await h.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM environment_journal WHERE environment_id = $1 AND event_type = 'environment.advance'`,
+      [sandbox.s.environmentId],
+    );
+    expect(advances.rows[0]?.n).toBe(1);
+    const reverified = await verify();
+    // A fresh observation each time: the same content, computed again.
+    expect(((await reverified.json()) as typeof receipt).contentProof).toMatchObject({
+      treeHash: receipt.contentProof.treeHash,
+      fileCount: receipt.contentProof.fileCount,
+    });
+
+    // A Workspace that changed since the flush is not the one Core suspended.
+    await writeFile(join(await host.workspaceDirectory(sandbox.volume.volumeId), 'stray.txt'), 'x');
+    const changed = await verify();
+    expect(changed.status).toBe(409);
+    expect(((await changed.json()) as { type: string }).type).toBe(
+      'urn:sandlot:problem:resume-tree-hash-mismatch',
+    );
+  });
+
+  it('refuses a resume without the saved configuration acknowledgment before any effect', async () => {
+    const s = await suspended({ configuration: null });
+    const res = await post(s.sandbox, '/internal/runtime/resume/prepare', s.request);
+    expect(res.status).toBe(422);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(((await res.json()) as { type: string }).type).toBe(
+      'urn:sandlot:problem:resume-configuration-missing',
+    );
+    const source = await readLeaseByOperation(h.db, s.sandbox.lease.operationId);
+    expect(source?.state).toBe('Released');
+    expect(await readCurrentLease(h.db, s.sandbox.s.environmentId)).toBeNull();
+    expect((await readVolume(h.db, s.sandbox.volume.volumeId))?.state).toBe('Available');
+    const env = await h.db.query<{ lifecycle_generation: number }>(
+      'SELECT lifecycle_generation FROM environments WHERE environment_id = $1',
+      [s.sandbox.s.environmentId],
+    );
+    expect(env.rows[0]?.lifecycle_generation).toBe(s.manifest.source.lifecycleGeneration);
+  });
+
+  it('refuses evidence Core did not save, and a prepare that names a restored Workspace', async () => {
+    const s = await suspended();
+    const other = { ...s.request, hostReceiptSha256: 'f'.repeat(64) };
+    const refused = await post(s.sandbox, '/internal/runtime/resume/prepare', other);
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { type: string }).type).toBe(
+      'urn:sandlot:problem:resume-not-confirmed',
+    );
+    expect(sha256Hex(canonicalJson(s.manifest))).toHaveLength(64);
+    expect(await readCurrentLease(h.db, s.sandbox.s.environmentId)).toBeNull();
+  });
+});
