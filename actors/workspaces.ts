@@ -13,6 +13,8 @@ export interface VolumeView {
   resourceGeneration: number;
   dataGeneration: number;
   state: string;
+  /** The volume's revision: every attach, flush, hold or detach moves it (Core names it in a suspend). */
+  transitionRevision: number;
 }
 
 const viewOf = (v: VolumeRow): VolumeView => ({
@@ -21,6 +23,7 @@ const viewOf = (v: VolumeRow): VolumeView => ({
   resourceGeneration: v.resourceGeneration,
   dataGeneration: v.dataGeneration,
   state: v.state,
+  transitionRevision: v.revision,
 });
 
 export class WorkspaceService {

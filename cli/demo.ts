@@ -5,6 +5,7 @@
 // Environment under a fresh run, creates a Workspace, provisions, waits for Active, checks
 // readyForDispatch (phase configured: the AgentHost handshake), reads the placement projection,
 // with --build-test runs one version 2 BuildTest command on the lease (cli/demo-build-test.ts),
+// with --suspend-resume suspends the lease and resumes it on a new one (cli/demo-suspend-resume.ts),
 // releases the Environment, waits for Released, and prints the provider attempts and the
 // Environment's journal as timelines.
 import { randomBytes } from 'node:crypto';
@@ -16,6 +17,7 @@ import { configFromEnvironment, dataDirOf } from './context.ts';
 import { UsageError } from './usage.ts';
 import { Client, DemoError, output, pad, seconds, waitFor } from './demo-client.ts';
 import { buildTestDemo } from './demo-build-test.ts';
+import { suspendResumeDemo } from './demo-suspend-resume.ts';
 
 const SUBJECT = 'demo-user';
 const POLICY_GENERATION = 1;
@@ -126,6 +128,8 @@ export interface DemoOptions {
   timeout: string;
   /** Also run one version 2 BuildTest command on the Active lease (needs a profile). */
   buildTest?: boolean;
+  /** Also suspend the Active lease and resume it, Core played through the embedded admin routes. */
+  suspendResume?: boolean;
 }
 
 export async function demoCommand(options: DemoOptions): Promise<void> {
@@ -147,7 +151,11 @@ export async function demoCommand(options: DemoOptions): Promise<void> {
   const out = output(process.stdout);
   const url = base.toString().replace(/\/$/, '');
   const client = new Client(url);
-  const { tenant, project } = options;
+  const { tenant } = options;
+  // A resume moves the project's network policy generation on, and only the newest verifies: a
+  // project of its own keeps later demos in --project (which register generation 1) working.
+  const project =
+    options.suspendResume === true ? `${options.project}-${randomBytes(3).toString('hex')}` : options.project;
 
   // Is anything there, and is it Sandlot?
   const health = await client.call<{ status?: string }>('health check', 'GET', 'healthz', null);
@@ -324,9 +332,28 @@ export async function demoCommand(options: DemoOptions): Promise<void> {
     out.line('');
   }
 
+  // A resume advances the lifecycle generation; the release names the current one.
+  let lifecycleGeneration = registered.body.lifecycleGeneration;
+  if (options.suspendResume === true) {
+    ({ lifecycleGeneration } = await suspendResumeDemo({
+      client,
+      out,
+      operator,
+      user,
+      tenant,
+      project,
+      runId: run,
+      environmentId: registered.body.environmentId,
+      env,
+      volumeKey: 'demo-workspace',
+      timeoutMs,
+    }));
+    out.line('');
+  }
+
   const releaseStarted = Date.now();
   const released = await client.call<Lifecycle>('release', 'POST', `${env}/release`, user, {
-    expectedLifecycleGeneration: registered.body.lifecycleGeneration,
+    expectedLifecycleGeneration: lifecycleGeneration,
     idempotencyKey: 'demo-release',
   });
   out.line(`✓ Environment release accepted (${released.body.state})`);

@@ -134,11 +134,16 @@ function buildProgram(): Command {
       '--build-test',
       'also run one version 2 BuildTest command on the lease (needs SANDLOT_BUILDTEST_PROFILE_FILE)',
     )
+    .option(
+      '--suspend-resume',
+      'also suspend the lease (flush, release) and resume it on a new one, verified',
+    )
     .addHelpText(
       'after',
       examples(
         'sandlot demo --url http://127.0.0.1:8080',
         'SANDLOT_BUILDTEST_PROFILE_FILE=build-test.json sandlot demo --build-test',
+        'sandlot demo --suspend-resume',
       ),
     )
     .action(
@@ -148,6 +153,7 @@ function buildProgram(): Command {
         project: string;
         timeout: string;
         buildTest?: boolean;
+        suspendResume?: boolean;
       }) => (await import('./demo.ts')).demoCommand(options),
     );
 

@@ -62,6 +62,7 @@ export const volumeSchema = z
     resourceGeneration: z.number().int(),
     dataGeneration: z.number().int(),
     state: z.string(),
+    transitionRevision: z.number().int(),
   })
   .openapi('WorkspaceVolume');
 

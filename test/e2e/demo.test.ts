@@ -2,7 +2,8 @@
 // directory, then `sandlot demo --url …` in another process sharing that directory (for the dev
 // key). It must take one lease from provision to Released and exit 0; against a server that is not
 // running it must say so and exit 1. With --build-test (and a server with a BuildTest profile) it
-// also runs one version 2 command on the lease through capture, acknowledgment and cleanup.
+// also runs one version 2 command on the lease through capture, acknowledgment and cleanup. With
+// --suspend-resume it suspends the lease and resumes it on a new one, verified by the same tree hash.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -138,6 +139,32 @@ describe('sandlot demo against a running embedded serve', () => {
       const environment = (text: string) => /Environment (env_[a-z2-7]{32}) Registered/.exec(text)?.[1];
       expect(environment(again.stdout)).toBeDefined();
       expect(environment(again.stdout)).not.toBe(environment(out));
+    },
+  );
+
+  it(
+    'with --suspend-resume flushes, releases, resumes on a new lease and verifies the same tree hash',
+    { timeout: 90_000 },
+    async () => {
+      const result = await runCli(['demo', '--url', server!.url, '--suspend-resume'], cliEnv(dataDir));
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      const out = result.stdout;
+      expect(out).toMatch(
+        /✓ resolved: storage embedded \S+, transition revision 2, data generation 1 → next 2/,
+      );
+      const flushed = /✓ flush wf_[0-9a-f]+ Verified: tree ([0-9a-f]{12})…/.exec(out)?.[1];
+      expect(flushed).toBeDefined();
+      expect(out).toMatch(/data generation 1 → 2, host receipt sha256 [0-9a-f]{12}…/);
+      expect(out).toMatch(/✓ placement Released: lease op_\S+; Workspace Available at data generation 2/);
+      expect(out).toMatch(
+        /✓ Prepared: lease op_\S+ on sim-\S+, lifecycle generation 1 → 2, network generation 1 → 2, Workspace Attached at data generation 2/,
+      );
+      expect(out).toContain(`✓ verified: the new Host hashes ${flushed}…`);
+      expect(out).toContain("equal to the flush receipt's tree hash");
+      expect(out).toMatch(/✓ Environment Released \(revision \d+\), lease Released/);
+      // No bearer token is ever printed (a JWT starts with eyJ).
+      expect(out).not.toContain('eyJ');
     },
   );
 

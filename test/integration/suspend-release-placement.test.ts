@@ -4,11 +4,7 @@
 // Committed. The release goes to the provider only after Core confirms exactly that evidence; the
 // lease is Released and the Workspace detached once the provider confirmed. A replay answers the
 // same body without a second release; every refusal changes nothing. Each case owns an Environment.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
 import type { RuntimeOperation } from '../../actors/ports.ts';
 import {
   EmbeddedRuntimeCore,
@@ -18,7 +14,6 @@ import {
 import type { SavedOperationEvidence } from '../../actors/runtime-core/runtime-operation.ts';
 import { readLeaseByOperation } from '../../store/leases.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
-import { openBackend, type BackendHandle } from '../support/databases.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { waitForLease } from '../support/sandbox-flow.ts';
 import {
@@ -27,34 +22,23 @@ import {
   coreSuspends,
   flushBodyOf,
   stepRefOf,
+  openSuspendBackend,
   type ActiveSandbox,
+  type SuspendBackend,
 } from '../support/suspend-flow.ts';
 
 const path = '/internal/runtime/suspend/release-placement';
 const manifestSha256 = 'a'.repeat(64);
-let handle: BackendHandle;
 let h: Harness;
-let stateDir: string;
 let runs = 0;
 const key = new Uint8Array(32).fill(9);
 
+let backend: SuspendBackend;
 beforeAll(async () => {
-  handle = await openBackend('postgres');
-  stateDir = await mkdtemp(join(tmpdir(), 'sandlot-release-'));
-  h = await buildHarness(handle.db, {
-    key,
-    // The reconciler settles a release whose answer was lost (the 202 case) within a second.
-    workers: { reconcileEveryMs: 300 },
-    agentHost: new EmbeddedAgentHost({ db: handle.db, stateDir }),
-    runtimeCore: new EmbeddedRuntimeCore(handle.db),
-    provider: { phaseDelaysMs: { imageReady: 10, started: 30 } },
-  });
+  backend = await openSuspendBackend({ key, workers: { reconcileEveryMs: 300 } });
+  ({ h } = backend);
 }, 120_000);
-afterAll(async () => {
-  await h.close();
-  await handle.close();
-  await rm(stateDir, { recursive: true, force: true });
-});
+afterAll(() => backend.close());
 
 interface Flushed {
   sandbox: ActiveSandbox;
@@ -363,7 +347,7 @@ describe('POST /internal/runtime/suspend/release-placement', () => {
     expect(extra.status).toBe(400);
     const foreign = { ...operation, ref: { ...operation.ref, tenantId: 'globex' } };
     expect((await release(f, { operation: foreign, evidence: f.evidence })).status).toBe(404);
-    const bare = await buildHarness(handle.db, { key, migrated: true, workers: false });
+    const bare = await buildHarness(backend.handle.db, { key, migrated: true, workers: false });
     await problem(
       await bare.request('POST', path, {
         token: f.sandbox.s.token,

@@ -4,11 +4,10 @@
 // the flush receipt carries is the tree hash the new Host computes after resume; each step replayed
 // answers the same without a second effect; a changed tree fails verify; a resume without the saved
 // configuration acknowledgment is refused before any effect.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
 import type { RuntimeOperation } from '../../actors/ports.ts';
 import { savedEvidenceOf, type ResumeManifest } from '../../actors/resume/requests.ts';
 import {
@@ -17,44 +16,31 @@ import {
   registerRuntimeOperation,
   saveRuntimeOperationEvidence,
 } from '../../actors/runtime-core/runtime-core-embedded.ts';
-import { TableNetworkPolicyWriter } from '../../actors/network-policy-writer-embedded.ts';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { readCurrentLease, readLeaseByOperation } from '../../store/leases.ts';
 import { readVolume } from '../../store/workspaces.ts';
-import { openBackend, type BackendHandle } from '../support/databases.ts';
-import { buildHarness, type Harness } from '../support/harness.ts';
+import type { Harness } from '../support/harness.ts';
 import {
   activeSandbox,
   coreActor,
   coreSuspends,
   flushBodyOf,
   stepRefOf,
+  openSuspendBackend,
   type ActiveSandbox,
+  type SuspendBackend,
 } from '../support/suspend-flow.ts';
 
-let handle: BackendHandle;
 let h: Harness;
 let host: EmbeddedAgentHost;
-let stateDir: string;
 let runs = 0;
 
+let backend: SuspendBackend;
 beforeAll(async () => {
-  handle = await openBackend('postgres');
-  stateDir = await mkdtemp(join(tmpdir(), 'sandlot-resume-'));
-  host = new EmbeddedAgentHost({ db: handle.db, stateDir });
-  h = await buildHarness(handle.db, {
-    workers: {},
-    agentHost: host,
-    runtimeCore: new EmbeddedRuntimeCore(handle.db),
-    networkPolicyWriter: new TableNetworkPolicyWriter(handle.db),
-    provider: { phaseDelaysMs: { imageReady: 10, started: 30 } },
-  });
+  backend = await openSuspendBackend();
+  ({ h, host } = backend);
 }, 120_000);
-afterAll(async () => {
-  await h.close();
-  await handle.close();
-  await rm(stateDir, { recursive: true, force: true });
-});
+afterAll(() => backend.close());
 
 const post = (sandbox: ActiveSandbox, path: string, body: unknown) =>
   h.request('POST', path, { token: sandbox.s.token, body });

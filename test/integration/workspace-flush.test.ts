@@ -4,51 +4,37 @@
 // its volume. Only a verified receipt advances the data generation; an uncertain delivery keeps its
 // evidence and a repeat delivers the same flush; a refusal or a failed check advances nothing; a
 // completed replay answers the saved receipt after asking Core afresh, with no second delivery.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedAgentHost, NATIVE_CACHE_PATH } from '../../actors/agenthost-embedded.ts';
-import {
-  EmbeddedRuntimeCore,
-  moveRuntimeOperation,
-} from '../../actors/runtime-core/runtime-core-embedded.ts';
+import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import { NATIVE_CACHE_PATH } from '../../actors/agenthost-embedded.ts';
+import { moveRuntimeOperation } from '../../actors/runtime-core/runtime-core-embedded.ts';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { readVolume } from '../../store/workspaces.ts';
-import { openBackend, type BackendHandle } from '../support/databases.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import {
   activeSandbox,
   coreSuspends,
   flushBodyOf,
   stepRefOf,
+  openSuspendBackend,
   type ActiveSandbox,
+  type SuspendBackend,
 } from '../support/suspend-flow.ts';
 
-let handle: BackendHandle;
 let h: Harness;
 let host: EmbeddedAgentHost;
 let stateDir: string;
 let runs = 0;
 const key = new Uint8Array(32).fill(7);
 
+let backend: SuspendBackend;
 beforeAll(async () => {
-  handle = await openBackend('postgres');
-  stateDir = await mkdtemp(join(tmpdir(), 'sandlot-flush-'));
-  host = new EmbeddedAgentHost({ db: handle.db, stateDir });
-  h = await buildHarness(handle.db, {
-    key,
-    workers: {},
-    agentHost: host,
-    runtimeCore: new EmbeddedRuntimeCore(handle.db),
-    provider: { phaseDelaysMs: { imageReady: 10, started: 30 } },
-  });
+  backend = await openSuspendBackend({ key });
+  ({ h, host, stateDir } = backend);
 }, 120_000);
-afterAll(async () => {
-  await h.close();
-  await handle.close();
-  await rm(stateDir, { recursive: true, force: true });
-});
+afterAll(() => backend.close());
 
 const flushPath = (sandbox: ActiveSandbox) =>
   `${sandbox.s.base}/workspace-volumes/${sandbox.volume.volumeId}/flush`;
@@ -230,7 +216,7 @@ describe('POST …/workspace-volumes/{volumeId}/flush', () => {
   });
 
   it('answers 503 runtime-core-unavailable where no Core is configured, writing nothing', async () => {
-    const bare = await buildHarness(handle.db, { key, migrated: true, workers: false });
+    const bare = await buildHarness(backend.handle.db, { key, migrated: true, workers: false });
     const sandbox = await fresh();
     const res = await bare.request('POST', flushPath(sandbox), {
       token: sandbox.s.token,

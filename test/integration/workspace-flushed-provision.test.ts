@@ -5,11 +5,7 @@
 // naming D is refused (the record moved on), as is storage annotated with a generation no verified
 // flush chains to the record: 409, nothing reserved. A plain abandon after the flush detaches the
 // volume at D + 1 too, and the same new lease is admitted.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
 import {
   EmbeddedRuntimeCore,
   moveRuntimeOperation,
@@ -17,8 +13,7 @@ import {
 } from '../../actors/runtime-core/runtime-core-embedded.ts';
 import { readVerifiedFlushGenerations } from '../../store/workspace-flushes.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
-import { openBackend, type BackendHandle } from '../support/databases.ts';
-import { buildHarness, type Harness } from '../support/harness.ts';
+import type { Harness } from '../support/harness.ts';
 import { waitForLease } from '../support/sandbox-flow.ts';
 import { environmentRows, problemOf, provisionWith, slug } from '../support/sandbox-scenarios.ts';
 import {
@@ -27,31 +22,21 @@ import {
   coreSuspends,
   flushBodyOf,
   stepRefOf,
+  openSuspendBackend,
   type ActiveSandbox,
+  type SuspendBackend,
 } from '../support/suspend-flow.ts';
 
-let handle: BackendHandle;
 let h: Harness;
-let stateDir: string;
 let runs = 0;
 const key = new Uint8Array(32).fill(11);
 
+let backend: SuspendBackend;
 beforeAll(async () => {
-  handle = await openBackend('postgres');
-  stateDir = await mkdtemp(join(tmpdir(), 'sandlot-flushed-provision-'));
-  h = await buildHarness(handle.db, {
-    key,
-    workers: { reconcileEveryMs: 300 },
-    agentHost: new EmbeddedAgentHost({ db: handle.db, stateDir }),
-    runtimeCore: new EmbeddedRuntimeCore(handle.db),
-    provider: { phaseDelaysMs: { imageReady: 10, started: 30 } },
-  });
+  backend = await openSuspendBackend({ key, workers: { reconcileEveryMs: 300 } });
+  ({ h } = backend);
 }, 120_000);
-afterAll(async () => {
-  await h.close();
-  await handle.close();
-  await rm(stateDir, { recursive: true, force: true });
-});
+afterAll(() => backend.close());
 
 interface Suspended {
   sandbox: ActiveSandbox;

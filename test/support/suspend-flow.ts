@@ -1,7 +1,12 @@
 // Helpers for suspend tests in embedded mode: an Environment with an Active lease and its Workspace
 // attached (one per run, so each case owns its volume's transitions), and Core's suspend operation
 // and Runtime registration in the embedded RuntimeCore stand-in, moved to the state a case needs.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'vitest';
+import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import { TableNetworkPolicyWriter } from '../../actors/network-policy-writer-embedded.ts';
 import type { RuntimeOperation, RuntimeStepRef } from '../../actors/ports.ts';
 import {
   EmbeddedRuntimeCore,
@@ -13,8 +18,44 @@ import type { RuntimeOperationState } from '../../actors/runtime-core/runtime-op
 import { readCurrentLease, type LeaseRow } from '../../store/leases.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { actorOf } from './build-test-commands.ts';
-import type { Harness } from './harness.ts';
+import { openBackend, type BackendHandle } from './databases.ts';
+import { buildHarness, type Harness, type HarnessOptions } from './harness.ts';
 import { provisionBody, setupScenario, waitForLease, type Scenario } from './sandbox-flow.ts';
+
+/** A suspend test's world: PostgreSQL, workers, the embedded Host with its trees in `stateDir`. */
+export interface SuspendBackend {
+  handle: BackendHandle;
+  h: Harness;
+  host: EmbeddedAgentHost;
+  stateDir: string;
+  close(): Promise<void>;
+}
+
+/** Opens it with the embedded RuntimeCore stand-in and network policy writer; `options` add to (or replace) the defaults. */
+export async function openSuspendBackend(options: HarnessOptions = {}): Promise<SuspendBackend> {
+  const handle = await openBackend('postgres');
+  const stateDir = await mkdtemp(join(tmpdir(), 'sandlot-suspend-'));
+  const host = new EmbeddedAgentHost({ db: handle.db, stateDir });
+  const h = await buildHarness(handle.db, {
+    workers: {},
+    agentHost: host,
+    runtimeCore: new EmbeddedRuntimeCore(handle.db),
+    networkPolicyWriter: new TableNetworkPolicyWriter(handle.db),
+    provider: { phaseDelaysMs: { imageReady: 10, started: 30 } },
+    ...options,
+  });
+  return {
+    handle,
+    h,
+    host,
+    stateDir,
+    async close() {
+      await h.close();
+      await handle.close();
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}
 
 export interface ActiveSandbox {
   s: Scenario;
