@@ -7,6 +7,7 @@ import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { Queryable } from '../store/db.ts';
 import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
 import { readCurrentLease, readLatestLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
+import { readLatestVerifiedFlushOfLease } from '../store/workspace-flushes.ts';
 import { readVolume } from '../store/workspaces.ts';
 import { ActorError, LeaseNotFoundError } from './errors.ts';
 import { Guard } from './guard.ts';
@@ -193,6 +194,7 @@ export class SandboxInspection {
     const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
     const last = await readLeaseByOperation(db, first.operationId);
     const volume = await readVolume(db, (request?.workspace ?? first.workspace).volumeId);
+    const flushed = await readLatestVerifiedFlushOfLease(db, first.operationId);
     const conditions = readinessConditions({
       first: observed ?? first,
       last,
@@ -202,6 +204,7 @@ export class SandboxInspection {
       host,
       network: { requested: networkPolicyGeneration, verified },
       volume,
+      flushedTo: flushed === null ? null : flushed.dataGeneration + 1,
     });
     const ready = conditions.every((c) => c.status === 'True');
     const configured = conditions.find((c) => c.type === 'HostConfigured')?.status === 'True';

@@ -118,6 +118,11 @@ export interface ReadinessEvidence {
   host: { answer: AgentHostReadiness } | { error: string } | null;
   network: { requested: number | undefined; verified: boolean | 'unavailable' };
   volume: VolumeRow | null;
+  /**
+   * The data generation the lease's latest verified suspend flush moved its Workspace to (absent or
+   * null: the lease has none). Such a lease is suspending: it takes no new work.
+   */
+  flushedTo?: number | null;
 }
 
 type Status = ReadinessCondition['status'];
@@ -330,6 +335,20 @@ function workspaceAttached(
       'False',
       'NotAttached',
       `Workspace volume ${volume.volumeId} is not attached to this lease`,
+    );
+  }
+  const { flushedTo } = evidence;
+  if (
+    flushedTo != null &&
+    volume.resourceGeneration === wanted.resourceGeneration &&
+    volume.dataGeneration === flushedTo &&
+    flushedTo > wanted.dataGeneration
+  ) {
+    return make(
+      'WorkspaceAttached',
+      'False',
+      'FlushedForSuspend',
+      `Workspace volume ${volume.volumeId} was flushed for a suspend (data generation ${wanted.dataGeneration} → ${flushedTo}): this lease takes no new work`,
     );
   }
   if (

@@ -149,3 +149,17 @@ export async function readVerifiedFlushGenerations(q: Queryable, volumeId: strin
   );
   return rows.map((r) => r.dataGeneration);
 }
+
+/** The latest Verified flush of a lease (its highest transition revision), if it has one. */
+export async function readLatestVerifiedFlushOfLease(
+  q: Queryable,
+  leaseOperationId: string,
+): Promise<FlushRow | null> {
+  const { rows } = await q.query<FlushRow>(
+    `SELECT ${columns} FROM workspace_flushes
+      WHERE lease_operation_id = $1 AND state = 'Verified'
+      ORDER BY transition_revision DESC LIMIT 1`,
+    [leaseOperationId],
+  );
+  return rows[0] ?? null;
+}

@@ -117,6 +117,21 @@ describe('POST …/workspace-volumes/{volumeId}/flush', () => {
     );
     expect(journal.rows.map((r) => r.event_type)).toEqual(['workspace.flushReserve', 'workspace.flushed']);
 
+    // The flushed lease is suspending: its readiness says so, and it takes no new work.
+    const inspected = (await (
+      await h.request('GET', `${sandbox.s.base}/sandbox?networkPolicyGeneration=1`, {
+        token: sandbox.s.token,
+      })
+    ).json()) as {
+      readyForDispatch: boolean;
+      conditions: { type: string; status: string; reason: string }[];
+    };
+    expect(inspected.readyForDispatch).toBe(false);
+    expect(inspected.conditions.find((c) => c.type === 'WorkspaceAttached')).toMatchObject({
+      status: 'False',
+      reason: 'FlushedForSuspend',
+    });
+
     // Replay after a lost answer: the saved receipt, no second delivery, nothing moves again.
     const again = await flush(sandbox, body);
     expect(again.status).toBe(200);
