@@ -230,6 +230,22 @@ describe('POST …/workspace-volumes/{volumeId}/flush', () => {
     expect(await workspaceState(sandbox)).toBe('Steady');
   });
 
+  it("after a refusal, Core's next suspend operation flushes the same volume transition", async () => {
+    const sandbox = await fresh();
+    const first = await coreSuspends(h, sandbox);
+    host.failNextFlush();
+    await problem(await flush(sandbox, flushBodyOf(first, sandbox.volume)), 409, 'workspace-flush-refused');
+    expect(
+      await moveRuntimeOperation(h.db, stepRefOf(sandbox), first.operationId, 2, 'abandoned'),
+    ).toMatchObject({ result: 'moved' });
+    const next = await coreSuspends(h, sandbox, { operationId: `op-suspend-again-${sandbox.run}` });
+    expect(next.workspace.transitionRevision).toBe(first.workspace.transitionRevision);
+    const res = await flush(sandbox, flushBodyOf(next, sandbox.volume));
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { flush: { state: string } }).flush.state).toBe('Verified');
+    expect((await flushRows(sandbox)).map((r) => r['state']).sort()).toEqual(['Refused', 'Verified']);
+  });
+
   it('answers 503 runtime-core-unavailable where no Core is configured, writing nothing', async () => {
     const bare = await buildHarness(backend.handle.db, { key, migrated: true, workers: false });
     const sandbox = await fresh();
