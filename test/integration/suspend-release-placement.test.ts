@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RuntimeOperation } from '../../actors/ports.ts';
 import {
-  EmbeddedRuntimeCore,
   moveRuntimeOperation,
   saveRuntimeOperationEvidence,
 } from '../../actors/runtime-core/runtime-core-embedded.ts';
@@ -18,9 +17,9 @@ import { buildHarness, type Harness } from '../support/harness.ts';
 import { waitForLease } from '../support/sandbox-flow.ts';
 import {
   activeSandbox,
-  coreActor,
+  coreCommits as commitsWith,
   coreSuspends,
-  flushBodyOf,
+  flushVerified,
   stepRefOf,
   openSuspendBackend,
   type ActiveSandbox,
@@ -53,41 +52,13 @@ interface Flushed {
 async function flushed(): Promise<Flushed> {
   const sandbox = await activeSandbox(h, `run-release-${++runs}`);
   const fenced = await coreSuspends(h, sandbox);
-  const res = await h.request(
-    'POST',
-    `${sandbox.s.base}/workspace-volumes/${sandbox.volume.volumeId}/flush`,
-    { token: sandbox.s.token, body: flushBodyOf(fenced, sandbox.volume) },
-  );
-  expect(res.status).toBe(200);
-  const { flush } = (await res.json()) as {
-    flush: { hostReceiptSha256: string; nextDataGeneration: number };
-  };
-  const volume = (await readVolume(h.db, sandbox.volume.volumeId))!;
-  const evidence = {
-    transitionRevision: fenced.workspace.transitionRevision,
-    dataGeneration: flush.nextDataGeneration,
-    hostReceiptSha256: flush.hostReceiptSha256,
-    manifestSha256,
-  };
+  const { volume, evidence } = await flushVerified(h, sandbox, fenced, manifestSha256);
   return { sandbox, fenced, volume, evidence };
 }
 
 /** Core saves `saved` for its operation and commits; answers the Committed operation as Core holds it. */
-async function coreCommits(
-  f: Flushed,
-  saved: SavedOperationEvidence = f.evidence,
-): Promise<RuntimeOperation> {
-  const ref = stepRefOf(f.sandbox);
-  expect(await saveRuntimeOperationEvidence(h.db, ref, f.fenced.operationId, saved)).toBe('created');
-  expect(await moveRuntimeOperation(h.db, ref, f.fenced.operationId, 2, 'committed')).toMatchObject({
-    result: 'moved',
-  });
-  return (await new EmbeddedRuntimeCore(h.db).currentRuntimeOperation(
-    coreActor,
-    ref,
-    AbortSignal.timeout(5_000),
-  ))!;
-}
+const coreCommits = (f: Flushed, saved: SavedOperationEvidence = f.evidence): Promise<RuntimeOperation> =>
+  commitsWith(h, f.sandbox, f.fenced.operationId, saved);
 
 const release = (f: Flushed, body: unknown) => h.request('POST', path, { token: f.sandbox.s.token, body });
 

@@ -23,8 +23,9 @@ import type { Harness } from '../support/harness.ts';
 import {
   activeSandbox,
   coreActor,
+  coreCommits,
   coreSuspends,
-  flushBodyOf,
+  flushVerified,
   stepRefOf,
   openSuspendBackend,
   type ActiveSandbox,
@@ -77,30 +78,8 @@ async function suspended(manifestChange: Partial<ResumeManifest> = {}): Promise<
   });
   expect(resolved.status).toBe(200);
   await moveRuntimeOperation(h.db, ref, reserved.operationId, 1, 'fenced');
-  const flushRes = await post(
-    sandbox,
-    `${sandbox.s.base}/workspace-volumes/${sandbox.volume.volumeId}/flush`,
-    flushBodyOf(reserved, sandbox.volume),
-  );
-  expect(flushRes.status).toBe(200);
-  const { flush } = (await flushRes.json()) as {
-    flush: {
-      transitionRevision: number;
-      nextDataGeneration: number;
-      hostReceiptSha256: string;
-      receipt: { flush: { treeHash: string; fileCount: number; byteCount: number } };
-    };
-  };
-  const suspendEvidence = {
-    transitionRevision: flush.transitionRevision,
-    dataGeneration: flush.nextDataGeneration,
-    hostReceiptSha256: flush.hostReceiptSha256,
-    manifestSha256: 'a'.repeat(64),
-  };
-  await saveRuntimeOperationEvidence(h.db, ref, reserved.operationId, suspendEvidence);
-  await moveRuntimeOperation(h.db, ref, reserved.operationId, 2, 'committed');
-  const core = new EmbeddedRuntimeCore(h.db);
-  const committed = (await core.currentRuntimeOperation(coreActor, ref, AbortSignal.timeout(5_000)))!;
+  const { flush, evidence: suspendEvidence } = await flushVerified(h, sandbox, reserved);
+  const committed = await coreCommits(h, sandbox, reserved.operationId, suspendEvidence);
   const released = await post(sandbox, '/internal/runtime/suspend/release-placement', {
     operation: committed,
     evidence: suspendEvidence,
@@ -160,7 +139,11 @@ async function suspended(manifestChange: Partial<ResumeManifest> = {}): Promise<
     savedEvidenceOf({ ...request, operation: committed }),
   );
   await moveRuntimeOperation(h.db, ref, resumeId, 1, 'fenced');
-  const resume = (await core.currentRuntimeOperation(coreActor, ref, AbortSignal.timeout(5_000)))!;
+  const resume = (await new EmbeddedRuntimeCore(h.db).currentRuntimeOperation(
+    coreActor,
+    ref,
+    AbortSignal.timeout(5_000),
+  ))!;
   return { sandbox, resume, manifest, request: { ...request, operation: resume } };
 }
 

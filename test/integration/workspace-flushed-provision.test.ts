@@ -6,11 +6,6 @@
 // flush chains to the record: 409, nothing reserved. A plain abandon after the flush detaches the
 // volume at D + 1 too, and the same new lease is admitted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  EmbeddedRuntimeCore,
-  moveRuntimeOperation,
-  saveRuntimeOperationEvidence,
-} from '../../actors/runtime-core/runtime-core-embedded.ts';
 import { readVerifiedFlushGenerations } from '../../store/workspace-flushes.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import type { Harness } from '../support/harness.ts';
@@ -18,10 +13,10 @@ import { waitForLease } from '../support/sandbox-flow.ts';
 import { environmentRows, problemOf, provisionWith, slug } from '../support/sandbox-scenarios.ts';
 import {
   activeSandbox,
-  coreActor,
+  coreCommits,
   coreSuspends,
+  flushVerified,
   flushBodyOf,
-  stepRefOf,
   openSuspendBackend,
   type ActiveSandbox,
   type SuspendBackend,
@@ -51,31 +46,8 @@ async function suspended(): Promise<Suspended> {
   const sandbox = await activeSandbox(h, `run-flushed-provision-${++runs}`);
   const D = sandbox.volume.dataGeneration;
   const fenced = await coreSuspends(h, sandbox);
-  const flushed = await h.request(
-    'POST',
-    `${sandbox.s.base}/workspace-volumes/${sandbox.volume.volumeId}/flush`,
-    { token: sandbox.s.token, body: flushBodyOf(fenced, sandbox.volume) },
-  );
-  expect(flushed.status).toBe(200);
-  const { flush } = (await flushed.json()) as {
-    flush: { hostReceiptSha256: string; nextDataGeneration: number };
-  };
-  const evidence = {
-    transitionRevision: fenced.workspace.transitionRevision,
-    dataGeneration: flush.nextDataGeneration,
-    hostReceiptSha256: flush.hostReceiptSha256,
-    manifestSha256: 'a'.repeat(64),
-  };
-  const ref = stepRefOf(sandbox);
-  expect(await saveRuntimeOperationEvidence(h.db, ref, fenced.operationId, evidence)).toBe('created');
-  expect(await moveRuntimeOperation(h.db, ref, fenced.operationId, 2, 'committed')).toMatchObject({
-    result: 'moved',
-  });
-  const operation = await new EmbeddedRuntimeCore(h.db).currentRuntimeOperation(
-    coreActor,
-    ref,
-    AbortSignal.timeout(5_000),
-  );
+  const { evidence } = await flushVerified(h, sandbox, fenced);
+  const operation = await coreCommits(h, sandbox, fenced.operationId, evidence);
   const released = await h.request('POST', '/internal/runtime/suspend/release-placement', {
     token: sandbox.s.token,
     body: { operation, evidence },

@@ -13,8 +13,12 @@ import {
   moveRuntimeOperation,
   registerRuntimeOperation,
   registerRuntimeRegistration,
+  saveRuntimeOperationEvidence,
 } from '../../actors/runtime-core/runtime-core-embedded.ts';
-import type { RuntimeOperationState } from '../../actors/runtime-core/runtime-operation.ts';
+import type {
+  RuntimeOperationState,
+  SavedOperationEvidence,
+} from '../../actors/runtime-core/runtime-operation.ts';
 import { readCurrentLease, type LeaseRow } from '../../store/leases.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { actorOf } from './build-test-commands.ts';
@@ -151,3 +155,62 @@ export const flushBodyOf = (operation: RuntimeOperation, volume: VolumeRow) => (
   transitionRevision: operation.workspace.transitionRevision,
   nextDataGeneration: volume.dataGeneration + 1,
 });
+
+/** What the flush route answers for a verified flush (the fields the suspend tests read). */
+export interface VerifiedFlush {
+  transitionRevision: number;
+  nextDataGeneration: number;
+  hostReceiptSha256: string;
+  receipt: { flush: { treeHash: string; fileCount: number; byteCount: number } };
+}
+
+/**
+ * Flushes the sandbox's Workspace for Core's Fenced suspend operation (must verify), and answers
+ * the flush, the evidence Core saves for it (with `manifestSha256`), and the volume it left.
+ */
+export async function flushVerified(
+  h: Harness,
+  sandbox: ActiveSandbox,
+  fenced: RuntimeOperation,
+  manifestSha256 = 'a'.repeat(64),
+): Promise<{ flush: VerifiedFlush; evidence: SavedOperationEvidence; volume: VolumeRow }> {
+  const res = await h.request(
+    'POST',
+    `${sandbox.s.base}/workspace-volumes/${sandbox.volume.volumeId}/flush`,
+    {
+      token: sandbox.s.token,
+      body: flushBodyOf(fenced, sandbox.volume),
+    },
+  );
+  expect(res.status).toBe(200);
+  const { flush } = (await res.json()) as { flush: VerifiedFlush };
+  const evidence = {
+    transitionRevision: flush.transitionRevision,
+    dataGeneration: flush.nextDataGeneration,
+    hostReceiptSha256: flush.hostReceiptSha256,
+    manifestSha256,
+  };
+  return { flush, evidence, volume: (await readVolume(h.db, sandbox.volume.volumeId))! };
+}
+
+/**
+ * Core saves `evidence` for its Fenced operation (state revision 2) and commits; answers the
+ * Committed operation as Core holds it.
+ */
+export async function coreCommits(
+  h: Harness,
+  sandbox: ActiveSandbox,
+  operationId: string,
+  evidence: SavedOperationEvidence,
+): Promise<RuntimeOperation> {
+  const ref = stepRefOf(sandbox);
+  expect(await saveRuntimeOperationEvidence(h.db, ref, operationId, evidence)).toBe('created');
+  expect(await moveRuntimeOperation(h.db, ref, operationId, 2, 'committed')).toMatchObject({
+    result: 'moved',
+  });
+  return (await new EmbeddedRuntimeCore(h.db).currentRuntimeOperation(
+    coreActor,
+    ref,
+    AbortSignal.timeout(5_000),
+  ))!;
+}
