@@ -68,6 +68,16 @@ export function coreBaseUrlProblem(value: string): string | undefined {
   return 'must be https:// (http:// only for 127.0.0.1, localhost or ::1)';
 }
 
+/**
+ * A Core-side service's base URL (Core, Events), checked by the rule above and ending in `/`, so
+ * relative paths resolve under it. `service` names it in the error.
+ */
+export function serviceBaseUrl(service: string, value: string): URL {
+  const problem = coreBaseUrlProblem(value);
+  if (problem !== undefined) throw new TypeError(`the ${service} base URL ${problem}`);
+  return new URL(value.endsWith('/') ? value : `${value}/`);
+}
+
 export class HttpCore implements Core {
   readonly #base: URL;
   readonly #timeoutMs: number;
@@ -75,9 +85,7 @@ export class HttpCore implements Core {
   readonly #now: () => Date;
 
   constructor(options: HttpCoreOptions) {
-    const problem = coreBaseUrlProblem(options.baseUrl);
-    if (problem !== undefined) throw new TypeError(`the Core base URL ${problem}`);
-    this.#base = new URL(options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
+    this.#base = serviceBaseUrl('Core', options.baseUrl);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#seedTimeoutMs = options.seedTimeoutMs ?? 120_000;
     this.#now = options.now ?? (() => new Date());

@@ -27,7 +27,7 @@ import {
 } from '../../actors/runtime-core/runtime-operation.ts';
 import { admitRuntimeCall } from '../../actors/runtime-core/runtime-checks.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
-import { coreBaseUrlProblem } from './core-client.ts';
+import { serviceBaseUrl } from './core-client.ts';
 import { askCore, jsonOf, type CoreAnswer, type CoreCall } from './core-http.ts';
 
 export interface HttpRuntimeCoreOptions {
@@ -44,9 +44,7 @@ export class HttpRuntimeCore implements RuntimeCore {
   readonly #now: () => Date;
 
   constructor(options: HttpRuntimeCoreOptions) {
-    const problem = coreBaseUrlProblem(options.baseUrl);
-    if (problem !== undefined) throw new TypeError(`the Core base URL ${problem}`);
-    this.#base = new URL(options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
+    this.#base = serviceBaseUrl('Core', options.baseUrl);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#now = options.now ?? (() => new Date());
   }

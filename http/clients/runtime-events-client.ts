@@ -35,7 +35,7 @@ import type {
   ProtectedMaterial,
   RuntimeEvents,
 } from '../../actors/runtime-events/ports.ts';
-import { coreBaseUrlProblem } from './core-client.ts';
+import { serviceBaseUrl } from './core-client.ts';
 import { askCore, type CoreAnswer, type CoreCall } from './core-http.ts';
 
 export interface HttpRuntimeEventsOptions {
@@ -52,9 +52,7 @@ export class HttpRuntimeEvents implements RuntimeEvents {
   readonly #now: () => Date;
 
   constructor(options: HttpRuntimeEventsOptions) {
-    const problem = coreBaseUrlProblem(options.baseUrl);
-    if (problem !== undefined) throw new TypeError(`the Events base URL ${problem}`);
-    this.#base = new URL(options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
+    this.#base = serviceBaseUrl('Events', options.baseUrl);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#now = options.now ?? (() => new Date());
   }
