@@ -151,8 +151,9 @@ const recordFlush = {
 const onFlushLease = and([stateIn({ sandbox: 'Active' }), 'flushOpen', 'flushLeaseCurrent']);
 
 // Trusted Workspace flushes (docs/suspend-resume.md). Steady: no flush open; Flushing: one is
-// reserved or uncertain, and no other may be reserved; Flushed: the last flush was verified, and
-// the volume's data generation moved with it. A refusal returns to Steady having changed nothing.
+// reserved or uncertain, and no other may be reserved; Flushed: the current (or last) lease's flush
+// was verified, and the volume's data generation moved with it. A refusal returns to Steady having
+// changed nothing.
 export const workspaceRegion = environmentSetup.createStateConfig({
   initial: 'Steady',
   on: {
@@ -186,6 +187,7 @@ export const workspaceRegion = environmentSetup.createStateConfig({
         ],
       },
     },
-    Flushed: {},
+    // Speaks for the lease that was flushed: once a newer lease is reserved, Steady again.
+    Flushed: { always: { guard: 'flushedLeaseReplaced', target: 'Steady' } },
   },
 });

@@ -65,6 +65,7 @@ export const environmentSetup = setup({
     flushVerified: ws.flushVerified,
     flushUncertain: ws.flushUncertain,
     flushRefused: ws.flushRefused,
+    flushedLeaseReplaced: ws.flushedLeaseReplaced,
   },
   actions: {
     recordReleaseRequest: assign({

@@ -145,6 +145,20 @@ export function flushRecordOf(context: EnvironmentContext, event: EnvironmentEve
   };
 }
 
+/**
+ * The lease the region's Flushed state speaks for is gone: a newer lease was reserved (a resume,
+ * or any provision after the suspend). Its Workspace was not flushed, so the region is Steady.
+ */
+export const flushedLeaseReplaced = ({ context }: Pick<Args, 'context'>): boolean => {
+  const lease = context.sandbox.lease;
+  const verified = Object.values(context.flushes).filter((item) => item.state === 'Verified');
+  return (
+    lease !== null &&
+    verified.length > 0 &&
+    verified.every((item) => item.terms.lease.operationId !== lease.operationId)
+  );
+};
+
 /** Any flush still open: the region is Flushing while one is. */
 export const anyFlushOpen = ({ context }: Pick<Args, 'context'>): boolean =>
   Object.values(context.flushes).some((item) => openFlushStates.includes(item.state));

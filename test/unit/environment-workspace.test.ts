@@ -9,7 +9,13 @@ import { environmentDefinition } from '../../actors/environment-definition.ts';
 import { environmentMachine } from '../../machines/environment.ts';
 import type { EnvironmentEvent, FlushTerms } from '../../machines/environment-events.ts';
 import { activeLease, effects } from '../support/active-lease.ts';
-import { abandon, environmentInput, type EnvironmentSnapshot } from '../support/environment-events.ts';
+import {
+  abandon,
+  environmentInput,
+  provision,
+  result,
+  type EnvironmentSnapshot,
+} from '../support/environment-events.ts';
 
 type Actions = readonly { type: string; params?: unknown }[];
 
@@ -147,6 +153,19 @@ describe('workspace region', () => {
     );
     const kept = send(abandoned, flushed('uncertain'));
     expect(kept.next.context.flushes['fl-1']?.state).toBe('Uncertain');
+  });
+
+  it('is Steady again once a newer lease is reserved: Flushed speaks for the flushed lease only', () => {
+    const verified = send(send(activeLease(), reserve()).next, flushed('verified')).next;
+    const fences = { resourceGeneration: 1, providerFence: 1 };
+    const [released] = transition(environmentMachine, verified, abandon(fences));
+    const attempt = effects(transition(environmentMachine, verified, abandon(fences))[1])[0];
+    if (attempt === undefined) throw new Error('no release attempt');
+    const [gone] = transition(environmentMachine, released, result(attempt, 'succeeded'));
+    expect(gone.value).toMatchObject({ sandbox: 'Released', workspace: 'Flushed' });
+    const [next] = transition(environmentMachine, gone, provision('op-2'));
+    expect(next.value).toMatchObject({ sandbox: 'Provisioning', workspace: 'Steady' });
+    expect(next.context.flushes['fl-1']?.state).toBe('Verified');
   });
 
   it('gives a version 3 snapshot the region with no flushes', () => {
