@@ -9,12 +9,32 @@
 // table (migration 0016), so a replay of the same flush operation answers the saved receipt. Its
 // Host side (`hostFlush`, `hostTreeHash`) answers as a Host would on the wire, so a stand-in HTTPS
 // Host can serve it; its port side checks those answers exactly as the HTTPS client does.
+//
+// Resume activation and session state (`hostActivate`, `hostSessionState`) keep their logic in
+// agenthost-embedded-activation.ts, on their own table (migration 0021); the same levers apply.
 import { createHash } from 'node:crypto';
 import { mkdir, open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Queryable } from '../store/db.ts';
 import { readLeaseByOperation } from '../store/leases.ts';
+import {
+  AgentHostActivationRefusedError,
+  activationRequestBody,
+  checkActivationReceipt,
+  checkSessionState,
+  type ActivationRequestBody,
+  type AgentHostActivationReceipt,
+  type AgentHostSessionState,
+  type SessionStateRequestBody,
+} from './agenthost-activation.ts';
+import {
+  hostActivate,
+  hostSessionState,
+  loseSessions,
+  type ActivationHostAnswer,
+  type ActivationHostSide,
+} from './agenthost-embedded-activation.ts';
 import {
   AgentHostFlushRefusedError,
   AgentHostTreeHashRefusedError,
@@ -32,6 +52,7 @@ import {
 } from './agenthost-flush.ts';
 import type {
   AgentHost,
+  AgentHostActivationRequest,
   AgentHostFlushRequest,
   AgentHostReadiness,
   AgentHostTarget,
@@ -86,19 +107,24 @@ export class EmbeddedAgentHost implements AgentHost {
     this.#next = { kind: 'fail' };
   }
 
-  /** The next flush or tree hash answer is passed through `change` first (a wrong or broken Host). */
+  /** The next Host answer (flush, tree hash, activation, session state) passes through `change` first. */
   tamperNextAnswer(change: (answer: Record<string, unknown>) => unknown): void {
     this.#next = { kind: 'tamper', change };
   }
 
-  /** The next flush or tree hash call never answers: it waits until the caller gives up. */
+  /** The next call (flush, tree hash, activation, session state) waits until the caller gives up. */
   stallNextCall(): void {
     this.#next = { kind: 'stall' };
   }
 
-  /** The next flush or tree hash call cannot reach the Host. */
+  /** The next call (flush, tree hash, activation, session state) cannot reach the Host. */
   dropNextCall(): void {
     this.#next = { kind: 'unreachable' };
+  }
+
+  /** The Host serving this lease forgets its sessions, as a restarted Host would: they read Missing. */
+  async loseSession(lease: string | { operationId: string }): Promise<void> {
+    await loseSessions(this.options.db, typeof lease === 'string' ? lease : lease.operationId);
   }
 
   /** Completes the handshake of the Host serving `operationId`, optionally for other bindings. */
@@ -155,6 +181,68 @@ export class EmbeddedAgentHost implements AgentHost {
       throw new AgentHostTreeHashRefusedError(answer.body.refused, 'the Host refused');
     }
     return checkTreeHash(binding, answer.body);
+  }
+
+  async activate(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostActivationRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostActivationReceipt> {
+    const answer = await this.hostActivate(
+      binding.operationId,
+      activationRequestBody(binding, request),
+      signal,
+    );
+    if (answer.status === 409) {
+      throw new AgentHostActivationRefusedError(answer.body.refused, 'the Host refused');
+    }
+    return checkActivationReceipt(binding, request, answer.body);
+  }
+
+  async sessionState(
+    binding: AgentHostWorkspaceBinding,
+    signal: AbortSignal,
+  ): Promise<AgentHostSessionState> {
+    const answer = await this.hostSessionState(
+      binding.operationId,
+      { binding: hostBindingOf(binding) },
+      signal,
+    );
+    if (answer.status === 409) {
+      throw new AgentHostActivationRefusedError(answer.body.refused, 'the Host refused');
+    }
+    return checkSessionState(binding, answer.body);
+  }
+
+  /** The Host side of a resume activation on the Host serving `leaseOperationId`. */
+  async hostActivate(
+    leaseOperationId: string,
+    asked: ActivationRequestBody,
+    signal: AbortSignal,
+  ): Promise<ActivationHostAnswer> {
+    const interference = await this.#interfere(signal, 'activate');
+    const change = interference?.kind === 'tamper' ? interference.change : undefined;
+    return hostActivate(this.#activationSide(), leaseOperationId, asked, change);
+  }
+
+  /** The Host side of the read-only session state on the Host serving `leaseOperationId`. */
+  async hostSessionState(
+    leaseOperationId: string,
+    asked: SessionStateRequestBody,
+    signal: AbortSignal,
+  ): Promise<ActivationHostAnswer> {
+    const interference = await this.#interfere(signal, 'session-state');
+    const change = interference?.kind === 'tamper' ? interference.change : undefined;
+    return hostSessionState(this.#activationSide(), leaseOperationId, asked, change);
+  }
+
+  #activationSide(): ActivationHostSide {
+    return {
+      db: this.options.db,
+      held: (leaseOperationId) => this.#held(leaseOperationId),
+      workspaceDirectory: (volumeId) => this.workspaceDirectory(volumeId),
+      nativeCachePath: NATIVE_CACHE_PATH,
+    };
   }
 
   /** The Workspace directory of one volume, made on first use. */
@@ -280,7 +368,10 @@ export class EmbeddedAgentHost implements AgentHost {
   }
 
   /** Takes the pending lever: unreachable and stall throw here, the others are for the caller. */
-  async #interfere(signal: AbortSignal, call: 'flush' | 'tree-hash'): Promise<Interference | null> {
+  async #interfere(
+    signal: AbortSignal,
+    call: 'flush' | 'tree-hash' | 'activate' | 'session-state',
+  ): Promise<Interference | null> {
     signal.throwIfAborted();
     const next = this.#next;
     // A failed flush is a flush's lever only: a tree hash read in between leaves it pending.
@@ -380,6 +471,14 @@ export class UnreachableAgentHost implements AgentHost {
   }
 
   treeHash(): Promise<AgentHostTreeHash> {
+    return Promise.reject(new AgentHostUnavailableError('agenthost-unconfigured', this.reason));
+  }
+
+  activate(): Promise<AgentHostActivationReceipt> {
+    return Promise.reject(new AgentHostUnavailableError('agenthost-unconfigured', this.reason));
+  }
+
+  sessionState(): Promise<AgentHostSessionState> {
     return Promise.reject(new AgentHostUnavailableError('agenthost-unconfigured', this.reason));
   }
 }

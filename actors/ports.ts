@@ -10,6 +10,7 @@ import type {
   BuildTestCheckpointRef,
   JournalAcknowledgment,
 } from './build-test/accepted-command.ts';
+import type { AgentHostActivationReceipt, AgentHostSessionState } from './agenthost-activation.ts';
 import type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
 import type {
   RuntimeOperation,
@@ -142,6 +143,25 @@ export interface AgentHostFlushRequest {
 
 export type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
 
+/** One server-issued resume bootstrap attempt, as the Host is asked to start its Runtime with it. */
+export interface AgentHostActivationRequest {
+  resumeOperationId: string;
+  /** Server-issued; stable across redeliveries of the same attempt. */
+  attemptId: string;
+  /** 1, 2, ... within one resume operation. */
+  attemptSeq: number;
+  /** Distinct per attempt. */
+  bootstrapId: string;
+  consumeId: string;
+  exchangeId: string;
+  /** Core's current Runtime registration. */
+  registration: { registrationId: string; profileId: string; sessionId: string; generation: number };
+  /** The acknowledged server configuration: exactly these bytes, whose SHA-256 is `sha256`. */
+  configuration: { sha256: string; bytes: Uint8Array };
+}
+
+export type { AgentHostActivationReceipt, AgentHostSessionState } from './agenthost-activation.ts';
+
 /** A `/health/live` probe's verdict; `live: false` names why (never a credential). */
 export type LiveProbeResult = { live: true } | { live: false; code: string; message: string };
 
@@ -170,6 +190,23 @@ export interface AgentHost {
    * Throws `AgentHostTreeHashRefusedError` or `AgentHostUnavailableError` like `flush`.
    */
   treeHash(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostTreeHash>;
+  /**
+   * Starts the Runtime on the Host holding exactly `binding` with one resume attempt, and answers
+   * its receipt checked field by field (a redelivery of the same attempt answers the saved
+   * receipt). Throws `AgentHostActivationRefusedError` for a refusal (`session-active`,
+   * `attempt-conflict`, ...) or an answer that does not match, and `AgentHostUnavailableError` when
+   * the Host cannot be asked: then the outcome is unknown.
+   */
+  activate(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostActivationRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostActivationReceipt>;
+  /**
+   * Read-only: whether the Host holding exactly `binding` has an Active session (and for which
+   * attempt) or none (`Missing`). Throws like `activate`.
+   */
+  sessionState(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostSessionState>;
 }
 
 /** A Workspace's storage provider and options revision: what a volume's storage is pinned to. */

@@ -4,8 +4,19 @@
 // read throws when the Host cannot be asked or answers malformed, because an outage is not a
 // verdict; its answer is parsed strictly here, and compared with the lease elsewhere. The Workspace
 // flush and tree hash are checked here in full (actors/agenthost-flush.ts): a refusal or a receipt
-// that does not match is a verdict, no answer at all is unavailability.
+// that does not match is a verdict, no answer at all is unavailability. The resume activation and
+// session state are judged the same way (actors/agenthost-activation.ts).
 import { z } from 'zod';
+import {
+  AgentHostActivationRefusedError,
+  activationRefusalSchema,
+  activationRequestBody,
+  checkActivationReceipt,
+  checkSessionState,
+  type AgentHostActivationReceipt,
+  type AgentHostSessionState,
+  type SessionStateRequestBody,
+} from '../../actors/agenthost-activation.ts';
 import {
   AgentHostFlushRefusedError,
   AgentHostTreeHashRefusedError,
@@ -20,6 +31,7 @@ import {
 } from '../../actors/agenthost-flush.ts';
 import type {
   AgentHost,
+  AgentHostActivationRequest,
   AgentHostEndpoint,
   AgentHostFlushRequest,
   AgentHostReadiness,
@@ -33,6 +45,8 @@ export const LIVE_PATH = '/health/live';
 export const READINESS_PATH = '/runtime/v1/readiness';
 export const FLUSH_PATH = '/runtime/v1/workspace/flush';
 export const TREE_HASH_PATH = '/runtime/v1/workspace/tree-hash';
+export const ACTIVATE_PATH = '/runtime/v1/resume/activate';
+export const SESSION_STATE_PATH = '/runtime/v1/session/state';
 
 export interface HttpsAgentHostOptions {
   /** PEM bundle of the `service-backend-ca` root: the only roots a Host's certificate may chain to. */
@@ -126,7 +140,7 @@ export class HttpsAgentHost implements AgentHost {
       transitionRevision: request.transitionRevision,
     };
     const response = await this.#ask(binding, FLUSH_PATH, signal, body);
-    const answer = judgeWorkspaceAnswer(response, (reason, message) => {
+    const answer = judgeWorkspaceAnswer(response, hostRefusalSchema, (reason, message) => {
       throw new AgentHostFlushRefusedError(reason, message);
     });
     return checkFlushReceipt(binding, request, answer);
@@ -135,17 +149,48 @@ export class HttpsAgentHost implements AgentHost {
   /** `GET /runtime/v1/workspace/tree-hash`: read-only, judged like `flush`. */
   async treeHash(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostTreeHash> {
     const response = await this.#ask(binding, TREE_HASH_PATH, signal);
-    const answer = judgeWorkspaceAnswer(response, (reason, message) => {
+    const answer = judgeWorkspaceAnswer(response, hostRefusalSchema, (reason, message) => {
       throw new AgentHostTreeHashRefusedError(reason, message);
     });
     return checkTreeHash(binding, answer);
+  }
+
+  /**
+   * `POST /runtime/v1/resume/activate` with the exact binding, attempt, registration and the
+   * configuration bytes (base64) with their SHA-256. A 200 answer must be the receipt for exactly
+   * that (checkActivationReceipt); a 409 carries the Host's refusal; anything else is unavailability.
+   */
+  async activate(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostActivationRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostActivationReceipt> {
+    const body = activationRequestBody(binding, request);
+    const response = await this.#ask(binding, ACTIVATE_PATH, signal, body);
+    const answer = judgeWorkspaceAnswer(response, activationRefusalSchema, (reason, message) => {
+      throw new AgentHostActivationRefusedError(reason, message);
+    });
+    return checkActivationReceipt(binding, request, answer);
+  }
+
+  /** `POST /runtime/v1/session/state` with `{ binding }`: read-only, judged like `activate`. */
+  async sessionState(
+    binding: AgentHostWorkspaceBinding,
+    signal: AbortSignal,
+  ): Promise<AgentHostSessionState> {
+    const body: SessionStateRequestBody = { binding: hostBindingOf(binding) };
+    const response = await this.#ask(binding, SESSION_STATE_PATH, signal, body);
+    const answer = judgeWorkspaceAnswer(response, activationRefusalSchema, (reason, message) => {
+      throw new AgentHostActivationRefusedError(reason, message);
+    });
+    return checkSessionState(binding, answer);
   }
 
   async #ask(
     target: AgentHostTarget,
     path: string,
     signal: AbortSignal,
-    body?: FlushRequestBody,
+    body?: object,
   ): Promise<PinnedResponse> {
     if (target.endpoint === null) {
       throw new AgentHostUnavailableError('no-endpoint', 'the lease has no network endpoint');
@@ -185,13 +230,14 @@ export class HttpsAgentHost implements AgentHost {
  * the Host may give is that refusal; a 200 that is not JSON is a malformed receipt (a refusal); any
  * other status says nothing about the outcome, so the Host counts as unavailable.
  */
-function judgeWorkspaceAnswer(
+function judgeWorkspaceAnswer<Code extends string>(
   response: PinnedResponse,
-  refuse: (reason: AgentHostFlushRefusedError['reason'], message: string) => never,
+  refusals: z.ZodType<{ refused: Code }>,
+  refuse: (reason: Code | 'receipt-malformed', message: string) => never,
 ): unknown {
   const body = jsonBody(response);
   if (response.status === 409) {
-    const refusal = body === undefined ? undefined : hostRefusalSchema.safeParse(body.value);
+    const refusal = body === undefined ? undefined : refusals.safeParse(body.value);
     if (refusal?.success === true) return refuse(refusal.data.refused, 'the Host refused');
     throw new AgentHostUnavailableError('bad-response', 'HTTP 409 without a refusal');
   }
