@@ -24,7 +24,9 @@ import { ActorRuntime } from './runtime.ts';
 import { PlacementService } from './placement.ts';
 import { RuntimeProfileService } from './runtime-profiles.ts';
 import { SandboxService } from './sandbox.ts';
+import { ResumeBootstrapService } from './resume/bootstrap.ts';
 import { ResumeService } from './resume/service.ts';
+import type { RuntimeEvents } from './runtime-events/ports.ts';
 import { WorkspaceFlushService } from './suspend/flush.ts';
 import { PlacementReleaseService } from './suspend/release-placement.ts';
 import { SuspendService } from './suspend/resolve.ts';
@@ -44,6 +46,7 @@ export interface Services {
   suspend: SuspendService;
   workspaceFlush: WorkspaceFlushService;
   resume: ResumeService;
+  resumeBootstrap: ResumeBootstrapService;
   placementRelease: PlacementReleaseService;
 }
 
@@ -74,6 +77,8 @@ export function createServices(deps: {
   runtimeCore?: RuntimeCore;
   /** The network policy owner's write, for resume (unset: resume cannot reapply rules, 503). */
   networkPolicyWriter?: NetworkPolicyWriter;
+  /** Events' protected material read, for resume bootstrap (unset: bootstrap answers 503). */
+  runtimeEvents?: RuntimeEvents;
 }): Services {
   const agentHost = deps.agentHost ?? new EmbeddedAgentHost({ db: deps.db });
   const placement = new PlacementService(deps);
@@ -100,5 +105,6 @@ export function createServices(deps: {
     workspaceFlush: new WorkspaceFlushService({ ...deps, agentHost }),
     placementRelease: new PlacementReleaseService(deps),
     resume: new ResumeService({ ...deps, agentHost, sandbox }),
+    resumeBootstrap: new ResumeBootstrapService({ ...deps, agentHost }),
   };
 }

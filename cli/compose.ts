@@ -8,6 +8,8 @@ import { EmbeddedCore } from '../actors/build-test/core-embedded.ts';
 import { TableNetworkPolicyWriter } from '../actors/network-policy-writer-embedded.ts';
 import type { NetworkPolicyWriter } from '../actors/network-policy-writer.ts';
 import { EmbeddedRuntimeCore } from '../actors/runtime-core/runtime-core-embedded.ts';
+import { EmbeddedRuntimeEvents } from '../actors/runtime-events/runtime-events-embedded.ts';
+import type { RuntimeEvents } from '../actors/runtime-events/ports.ts';
 import { coreActorOf, type BuildTestOffer } from '../actors/build-test/service.ts';
 import type { BuildTestWorkerDeps } from '../workers/build-test-step.ts';
 import type {
@@ -30,6 +32,7 @@ import { HttpCore } from '../http/clients/core-client.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
 import { HttpRuntimeCore } from '../http/clients/runtime-core-client.ts';
+import { HttpRuntimeEvents } from '../http/clients/runtime-events-client.ts';
 import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
 import { createAgentSandboxBuildTestRunner } from '../providers/agent-sandbox/build-test-runner.ts';
 import { createMetrics, type SandlotMetrics } from '../lib/metrics.ts';
@@ -152,6 +155,7 @@ export async function composeSandlot(
     if (metrics !== undefined) runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
     const { networkPolicies, networkPolicyWriter, workspaceStorage } = chosen;
     const runtimeCore = runtimeCoreFor(config, db);
+    const runtimeEvents = runtimeEventsFor(config, db);
     const buildTestOffer = buildTestFor(config, db, options.env ?? process.env);
     const workerDeps = {
       db,
@@ -177,6 +181,7 @@ export async function composeSandlot(
       ...(config.agentHostProfiles === undefined ? {} : { agentHostProfiles: config.agentHostProfiles }),
       ...buildTestOffer,
       ...(runtimeCore === undefined ? {} : { runtimeCore }),
+      ...(runtimeEvents === undefined ? {} : { runtimeEvents }),
       ...(networkPolicyWriter === undefined ? {} : { networkPolicyWriter }),
     });
     // An API-only process with Redis still publishes its effects at once; without Redis the worker
@@ -295,6 +300,12 @@ export function buildTestFor(
  * SANDLOT_CORE_URL in production, and none in production without one (suspend and resume then
  * answer 503: Environment never decides them alone).
  */
+/** Events' protected material read: the stand-in when embedded, Events' route when configured. */
+function runtimeEventsFor(config: Config, db: Database): RuntimeEvents | undefined {
+  if (config.mode === 'embedded') return new EmbeddedRuntimeEvents(db);
+  return config.eventsUrl === undefined ? undefined : new HttpRuntimeEvents({ baseUrl: config.eventsUrl });
+}
+
 function runtimeCoreFor(config: Config, db: Database): RuntimeCore | undefined {
   if (config.mode === 'embedded') return new EmbeddedRuntimeCore(db);
   return config.coreUrl === undefined ? undefined : new HttpRuntimeCore({ baseUrl: config.coreUrl });

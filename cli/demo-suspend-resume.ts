@@ -1,10 +1,12 @@
 // `sandlot demo --suspend-resume`: the whole suspend → resume cycle on the demo's Active lease, over
 // HTTP like Core would drive it (docs/suspend-resume.md). The operator plays Core through the
 // embedded-only admin routes of the RuntimeCore stand-in (http/routes/admin-runtime-core.ts:
-// operations, saved evidence, state moves, Runtime registration); the user's token makes every
-// Environment call: resolve, flush, placement release, resume prepare and verify. The content proof
-// the new Host computes must be the tree hash the flush receipt named, or the demo fails.
-import { createHash, randomBytes } from 'node:crypto';
+// operations, saved evidence, state moves, Runtime registration) and of the Events stand-in (the
+// acknowledged configuration); the user's token makes every Environment call: resolve, flush,
+// placement release, resume prepare, verify and bootstrap. The content proof the new Host computes
+// must be the tree hash the flush receipt named, and the bootstrapped Host must have been given
+// exactly the acknowledged configuration, or the demo fails.
+import { randomBytes } from 'node:crypto';
 import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import { DemoError, pad, waitFor, type Client, type Out } from './demo-client.ts';
 
@@ -47,7 +49,10 @@ interface Flush {
   dataGeneration: number;
   nextDataGeneration: number;
   hostReceiptSha256: string;
-  receipt: { flush: { treeHash: string; fileCount: number; byteCount: number } };
+  receipt: {
+    flush: { treeHash: string; fileCount: number; byteCount: number };
+    cache: { cacheSha256: string };
+  };
 }
 
 interface Restored {
@@ -191,7 +196,17 @@ export async function suspendResumeDemo(d: SuspendResumeDemo): Promise<SuspendRe
   );
 
   // Core's manifest of the suspended state: committed now, and the one the resume restores.
-  const configurationBytes = Buffer.from(`demo configuration of ${SESSION}\n`);
+  // Events keeps the session's acknowledged server configuration; the manifest names it.
+  const configurationBytes = Buffer.from(`{"session":"${SESSION}","model":"demo","tools":["shell"]}\n`);
+  const stored = await client.raw(
+    'Events configuration',
+    'PUT',
+    `${step}/sessions/${SESSION}/events/evt-config-${suffix}/protected-material/obj-config-${suffix}`,
+    operator,
+    configurationBytes,
+  );
+  if (stored.status !== 201) throw new DemoError(`Events configuration: ${stored.problem}`);
+  const acknowledgment = JSON.parse(stored.bytes.toString('utf8')) as { sha256: string; length: number };
   const manifest = {
     source: {
       ...placement,
@@ -207,13 +222,12 @@ export async function suspendResumeDemo(d: SuspendResumeDemo): Promise<SuspendRe
       byteCount: tree.byteCount,
     },
     hostReceiptSha256: flush.hostReceiptSha256,
-    // A placeholder acknowledgment: the bootstrap that reads it through Events is not built yet.
     configuration: {
       sessionId: SESSION,
       eventId: `evt-config-${suffix}`,
       objectReference: `obj-config-${suffix}`,
-      sha256: createHash('sha256').update(configurationBytes).digest('hex'),
-      length: configurationBytes.length,
+      sha256: acknowledgment.sha256,
+      length: acknowledgment.length,
     },
   };
   const evidence = {
@@ -320,6 +334,47 @@ export async function suspendResumeDemo(d: SuspendResumeDemo): Promise<SuspendRe
   out.line(
     `✓ verified: the new Host hashes ${short(proof.treeHash)} (${files(proof.fileCount)}, ` +
       `${proof.byteCount} bytes), equal to the flush receipt's tree hash`,
+  );
+
+  // Phase 4: Core advances its execution fence, registers the new Runtime, and asks for bootstrap.
+  resume = await move(resume, 'committed');
+  const runtimeId = `reg-${suffix}-g2`;
+  await client.call('Runtime registration', 'PUT', `${step}/registrations/${runtimeId}`, operator, {
+    profileId: 'demo-profile',
+    sessionId: SESSION,
+    generation: 2,
+  });
+  out.line(`✓ Core committed ${resumeId} and registered Runtime ${runtimeId} generation 2`);
+  const registration = {
+    registrationId: runtimeId,
+    profileId: 'demo-profile',
+    sessionId: SESSION,
+    generation: 2,
+  };
+  const started = (
+    await client.call<{
+      outcome: string;
+      attempt: { attemptId: string; attemptSeq: number; deliveries: number };
+      receipt: { configurationSha256: string; recovery: { mode: string; cacheSha256?: string } };
+    }>('resume bootstrap', 'POST', 'internal/runtime/resume/bootstrap', user, {
+      ...request,
+      operation: resume,
+      restoredWorkspace: restored,
+      phase: 4,
+      registration,
+    })
+  ).body;
+  if (started.outcome !== 'Activated') throw new DemoError(`resume bootstrap: ${started.outcome}`);
+  if (started.receipt.configurationSha256 !== acknowledgment.sha256)
+    throw new DemoError('resume bootstrap: the Host was given another configuration than acknowledged');
+  const flushedCache = flush.receipt.cache.cacheSha256;
+  out.line(
+    `✓ bootstrapped: attempt ${started.attempt.attemptSeq} (${started.attempt.attemptId}) Activated after ` +
+      `${started.attempt.deliveries} delivery, configuration sha256 ${short(acknowledgment.sha256)}, recovery ` +
+      `${started.receipt.recovery.mode}` +
+      (started.receipt.recovery.cacheSha256 === undefined
+        ? ''
+        : ` (cache ${short(started.receipt.recovery.cacheSha256)}${started.receipt.recovery.cacheSha256 === flushedCache ? ', the flushed one' : ''})`),
   );
 
   out.line('');

@@ -124,7 +124,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     '/',
     runtimeSuspendRoutes(deps.services.suspend, deps.services.workspaceFlush, deps.services.placementRelease),
   );
-  app.route('/', runtimeResumeRoutes(deps.services.resume));
+  app.route('/', runtimeResumeRoutes(deps.services.resume, deps.services.resumeBootstrap));
   // Fails closed (503) in every mode until its admissions exist; outside /api, so no user token applies.
   app.route('/', providerReportRoutes());
   // Before the embedded admin routes: it answers its own paths (operator checked inside, either mode).

@@ -15,6 +15,14 @@ export const resumeRefusalCodes = [
   'resume-placement-mismatch',
   'resume-mount-mismatch',
   'resume-tree-hash-mismatch',
+  'resume-attempt-unresolved',
+  'resume-attempt-not-replaceable',
+  'resume-attempt-unknown',
+  'resume-attempt-refused',
+  'resume-registration-mismatch',
+  'resume-configuration-unavailable',
+  'resume-host-mismatch',
+  'resume-recovery-evidence-mismatch',
 ] as const;
 export type ResumeRefusalCode = (typeof resumeRefusalCodes)[number];
 
@@ -39,3 +47,17 @@ export class ResumeRefusedError extends ActorError {
 export const refuseResumeOn = (code: ResumeRefusalCode, problem: string | null): void => {
   if (problem !== null) throw new ResumeRefusedError(code, problem);
 };
+
+/** A port bootstrap needs is not configured (Events), or its outcome is not known yet: 503. */
+export class ResumeUnavailableError extends ActorError {
+  override readonly status = 503;
+  override readonly title = 'Resume unavailable';
+  constructor(readonly what: 'events' | 'outcome') {
+    super(
+      what === 'events' ? 'runtime-events-unavailable' : 'resume-outcome-unknown',
+      what === 'events'
+        ? 'no Events service is configured: the acknowledged configuration cannot be read'
+        : "the attempt's delivery has no outcome yet: repeat the same request",
+    );
+  }
+}

@@ -11,29 +11,28 @@
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { EnvironmentContext } from '../../machines/environment-context.ts';
 import type { Database, Queryable } from '../../store/db.ts';
-import { readCurrentLease, readLeaseByOperation, type LeaseRow } from '../../store/leases.ts';
+import { readLeaseByOperation, type LeaseRow } from '../../store/leases.ts';
 import { readVerifiedFlush } from '../../store/workspace-flushes.ts';
+import { countUnresolvedAttempts } from '../../store/resume-bootstrap-attempts.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
-import { coreActorOf } from '../build-test/requests.ts';
 import type { Guard, AuthorityDeps } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
 import type { NetworkPolicyWriter } from '../network-policy-writer.ts';
 import type { AgentHost, NetworkPolicyVerifier, RuntimeCore, RuntimeOperation } from '../ports.ts';
 import type { ActorRuntime } from '../runtime.ts';
-import { agentHostTargetOf, recordedRequestOf } from '../sandbox-readiness.ts';
+import { recordedRequestOf } from '../sandbox-readiness.ts';
 import type { SandboxService } from '../sandbox.ts';
 import { openSuspendStep, type SuspendActor } from '../suspend/open.ts';
-import { askCoreForSuspend } from '../suspend/suspend-checks.ts';
+import { askCoreForResume } from './core-checks.ts';
 import { ResumeRefusedError, refuseResumeOn } from './errors.ts';
+import { observeRestored, restoredBindingOf, restoredOf } from './restored.ts';
 import {
   resumeKeyOf,
-  savedEvidenceOf,
   type RestoredWorkspace,
   type ResumePrepareRequest,
   type ResumeReceipt,
   type ResumeVerifyRequest,
 } from './requests.ts';
-import { canonicalJson } from '../../lib/canonical-json.ts';
 
 export interface ResumeDeps extends AuthorityDeps {
   db: Database;
@@ -71,6 +70,15 @@ export class ResumeService {
         const done = context.advances[key];
         await this.#judgeSource(tx, request, done !== undefined);
         if (done !== undefined) return { event: null, value: null };
+        // An earlier resume's bootstrap attempt without an outcome blocks the advance: its Host
+        // may still be starting a Runtime on a lease of the generation this would leave behind.
+        const unresolved = await countUnresolvedAttempts(tx, ref.environmentId);
+        if (unresolved > 0) {
+          throw new ResumeRefusedError(
+            'resume-attempt-unresolved',
+            `${unresolved} resume bootstrap attempt(s) of this Environment have no outcome yet; bootstrap them again first`,
+          );
+        }
         if (context.lifecycleGeneration !== manifest.source.lifecycleGeneration) {
           throw new ResumeRefusedError(
             'resume-lifecycle-moved',
@@ -140,7 +148,7 @@ export class ResumeService {
         leaseOperationId: lease.operationId,
       };
     }
-    const restored = await this.#restored(this.deps.db, operation, active, manifest.workspace.dataGeneration);
+    const restored = await restoredOf(this.deps.db, operation, active, manifest.workspace.dataGeneration);
     await guard.check();
     return { state: 'Prepared', restoredWorkspace: restored };
   }
@@ -152,38 +160,13 @@ export class ResumeService {
     const { ref } = operation;
 
     // A fresh owner-scoped observation of the mount and the Sandbox must be exactly what prepare saved.
-    const placed = async (q: Queryable) => {
-      const lease = await readCurrentLease(q, ref.environmentId);
-      if (lease === null || lease.operationId !== saved.lease.operationId || lease.state !== 'Active') {
-        throw new ResumeRefusedError(
-          'resume-placement-mismatch',
-          `the current lease is ${lease === null ? 'none' : `${lease.operationId} (${lease.state})`}, not the restored ${saved.lease.operationId} Active`,
-        );
-      }
-      const restored = await this.#restored(q, operation, lease, manifest.workspace.dataGeneration);
-      if (canonicalJson(restored) !== canonicalJson(saved)) {
-        throw new ResumeRefusedError(
-          'resume-mount-mismatch',
-          'the restored placement as observed now is not the one prepare answered',
-        );
-      }
-      return lease;
-    };
+    const dataGeneration = manifest.workspace.dataGeneration;
+    const placed = (q: Queryable) => observeRestored(q, operation, saved, dataGeneration);
     const lease = await guard.after(() => placed(this.deps.db));
 
     // The new Host's read-only tree hash must be the manifest's.
-    const recorded = recordedRequestOf(lease);
     const tree = await guard.after(() =>
-      this.deps.agentHost.treeHash(
-        {
-          ...agentHostTargetOf(lease),
-          podUid: lease.resource?.placement['podUid'] ?? null,
-          workspaceVolumeId: saved.workspace.volumeId,
-          dataGeneration: saved.workspace.dataGeneration,
-          networkPolicyGeneration: recorded?.networkPolicyGeneration ?? 0,
-        },
-        this.#signal(),
-      ),
+      this.deps.agentHost.treeHash(restoredBindingOf(lease, saved), this.#signal()),
     );
     if (tree.treeHash !== manifest.workspace.treeHash) {
       throw new ResumeRefusedError(
@@ -232,35 +215,9 @@ export class ResumeService {
     actor: SuspendActor,
     request: ResumePrepareRequest,
   ): Promise<RuntimeOperation> {
+    const signal = () => this.#signal();
     const core = this.deps.runtimeCore;
-    if (core === undefined) throw new Error('openSuspendStep admitted a step without a Core');
-    const offered = request.operation;
-    const coreActor = coreActorOf(actor);
-    const { operation } = await guard.after(() =>
-      askCoreForSuspend(
-        core,
-        coreActor,
-        offered.ref,
-        { operationId: offered.operationId, states: ['fenced'], kind: 'resume' },
-        this.#signal(),
-      ),
-    );
-    if (canonicalJson(operation) !== canonicalJson(offered)) {
-      throw new ResumeRefusedError(
-        'resume-operation-changed',
-        `Core holds resume operation ${operation.operationId} at state revision ${operation.stateRevision} with other terms or state than offered; ask Core again`,
-      );
-    }
-    const verdict = await guard.after(() =>
-      core.confirmSavedOperation(coreActor, operation, savedEvidenceOf(request), this.#signal()),
-    );
-    if (!verdict.confirmed) {
-      throw new ResumeRefusedError(
-        'resume-not-confirmed',
-        `Core did not confirm the saved evidence of resume operation ${operation.operationId}: ${verdict.reason}`,
-      );
-    }
-    return operation;
+    return (await askCoreForResume(guard, core, actor, request, 'fenced', signal)).operation;
   }
 
   /** The recorded flush, the released source Sandbox and the retained volume match the manifest. */
@@ -328,53 +285,6 @@ export class ResumeService {
       if (Date.now() >= until) return null;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-  }
-
-  /** The restored placement as the owner's rows hold it, with the actual mount checked. */
-  async #restored(
-    q: Queryable,
-    operation: RuntimeOperation,
-    lease: LeaseRow,
-    dataGeneration: number,
-  ): Promise<RestoredWorkspace> {
-    const recorded = recordedRequestOf(lease);
-    const volume = await readVolume(q, operation.workspace.volumeId);
-    if (
-      recorded === null ||
-      volume === null ||
-      lease.resource === null ||
-      volume.state !== 'Attached' ||
-      volume.attachedLease !== lease.resourceGeneration ||
-      volume.dataGeneration !== dataGeneration ||
-      recorded.workspace.volumeId !== volume.volumeId ||
-      recorded.workspace.dataGeneration !== dataGeneration
-    ) {
-      throw new ResumeRefusedError(
-        'resume-mount-mismatch',
-        `lease ${lease.operationId} does not mount volume ${operation.workspace.volumeId} at data generation ${dataGeneration}`,
-      );
-    }
-    return {
-      operationId: operation.operationId,
-      lifecycleGeneration: lease.lifecycleGeneration,
-      lease: {
-        operationId: lease.operationId,
-        lifecycleGeneration: lease.lifecycleGeneration,
-        resourceGeneration: lease.resourceGeneration,
-        providerFence: lease.providerFence,
-        resourceId: lease.resource.resourceId,
-      },
-      workspace: {
-        volumeId: volume.volumeId,
-        state: 'Attached',
-        transitionRevision: volume.revision,
-        resourceGeneration: volume.resourceGeneration,
-        dataGeneration: volume.dataGeneration,
-        mountPath: recorded.workspace.mountPath,
-        readOnly: recorded.workspace.readOnly,
-      },
-      networkPolicyGeneration: recorded.networkPolicyGeneration,
-    };
   }
 
   #signal(): AbortSignal {

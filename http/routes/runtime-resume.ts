@@ -1,5 +1,5 @@
-// Core's internal resume routes (docs/suspend-resume.md "Resume", docs/api.md "Resume prepare and
-// verify"). Core calls them with the original actor's expiring bearer, kept as the actor. Bodies
+// Core's internal resume routes (docs/suspend-resume.md "Resume" and "Bootstrap", docs/api.md
+// "Resume prepare, verify and bootstrap"). Core calls them with the original actor's expiring bearer, kept as the actor. Bodies
 // are validated strictly first (400); the configuration acknowledgment and an absent
 // restoredWorkspace (prepare) are checked before any owner call (422). Every answer is no-store.
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
@@ -9,6 +9,8 @@ import {
   resumePrepareRequestSchema,
   resumeVerifyRequestSchema,
 } from '../../actors/resume/requests.ts';
+import type { ResumeBootstrapService } from '../../actors/resume/bootstrap.ts';
+import { resumeBootstrapRequestSchema } from '../../actors/resume/bootstrap-requests.ts';
 import type { ResumeService } from '../../actors/resume/service.ts';
 import type { SuspendActor } from '../../actors/suspend/open.ts';
 import type { AppEnv } from '../context.ts';
@@ -26,15 +28,35 @@ const problems = {
     'A refusal: suspend-operation-not-current, suspend-operation-state, resume-operation-changed, ' +
       'resume-not-confirmed, resume-source-mismatch, resume-flush-evidence-mismatch, ' +
       'resume-lifecycle-moved, resume-network-refused, resume-placement-mismatch, ' +
-      'resume-mount-mismatch, resume-tree-hash-mismatch (and the provision problems of the new lease)',
+      'resume-mount-mismatch, resume-tree-hash-mismatch (and the provision problems of the new lease); ' +
+      'bootstrap: resume-registration-mismatch, resume-attempt-unknown, resume-attempt-unresolved, ' +
+      'resume-attempt-not-replaceable, resume-attempt-refused, resume-configuration-unavailable, ' +
+      'resume-host-mismatch, resume-recovery-evidence-mismatch',
   ),
   422: problem('resume-configuration-missing, or (prepare) resume-restored-workspace-present'),
   502: problem("core-answer-refused: Core's answer broke the contract"),
-  503: problem('runtime-core-unavailable, core-unavailable, or the AgentHost cannot be asked'),
+  503: problem(
+    'runtime-core-unavailable, core-unavailable, runtime-events-unavailable, events-unavailable, or the ' +
+      'AgentHost cannot be asked (bootstrap: the attempt stays unresolved; repeat the same request)',
+  ),
 };
 
 const restored = restoredWorkspaceSchema.meta({ id: 'RestoredWorkspace' });
 const count = z.number().int().nonnegative();
+const attemptView = z
+  .object({
+    attemptId: z.string(),
+    attemptSeq: count,
+    bootstrapId: z.string(),
+    consumeId: z.string(),
+    exchangeId: z.string(),
+    resumeOperationId: z.string(),
+    registrationId: z.string(),
+    registrationGeneration: count,
+    state: z.enum(['Delivering', 'Activated', 'Refused', 'StateLost']),
+    deliveries: count,
+  })
+  .meta({ id: 'ResumeBootstrapAttempt' });
 
 const routes = {
   prepare: createRoute({
@@ -88,6 +110,34 @@ const routes = {
       ...problems,
     },
   }),
+  bootstrap: createRoute({
+    method: 'post',
+    path: '/internal/runtime/resume/bootstrap',
+    summary: 'Start the resumed Runtime on the new Host with a server-issued attempt',
+    security: [{ bearer: [] }],
+    request: { body: body(resumeBootstrapRequestSchema.meta({ id: 'RuntimeResumeBootstrapRequest' })) },
+    responses: {
+      200: json(
+        z
+          .object({
+            outcome: z.enum(['Activated', 'StateLost']),
+            attempt: attemptView,
+            receipt: z.record(z.string(), z.unknown()).optional(),
+            receiptSha256: z.string(),
+            loss: z
+              .object({
+                observedAt: z.string(),
+                sessionState: z.literal('Missing'),
+                revokeRegistrationId: z.string(),
+              })
+              .optional(),
+          })
+          .meta({ id: 'ResumeBootstrapOutcome' }),
+        "Activated (the Host's receipt), or StateLost: the acknowledged session is Missing now",
+      ),
+      ...problems,
+    },
+  }),
 };
 
 const actorOf = (c: Context<AppEnv>): SuspendActor => ({
@@ -95,7 +145,10 @@ const actorOf = (c: Context<AppEnv>): SuspendActor => ({
   bearer: c.var.bearer,
 });
 
-export function runtimeResumeRoutes(service: ResumeService): OpenAPIHono<AppEnv> {
+export function runtimeResumeRoutes(
+  service: ResumeService,
+  bootstrap: ResumeBootstrapService,
+): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   app.use('/internal/runtime/resume/*', async (c, next) => {
     await next();
@@ -106,5 +159,8 @@ export function runtimeResumeRoutes(service: ResumeService): OpenAPIHono<AppEnv>
     return prepared.state === 'Prepared' ? c.json(prepared, 200) : c.json(prepared, 202);
   });
   app.openapi(routes.verify, async (c) => c.json(await service.verify(actorOf(c), c.req.valid('json')), 200));
+  app.openapi(routes.bootstrap, async (c) =>
+    c.json(await bootstrap.bootstrap(actorOf(c), c.req.valid('json')), 200),
+  );
   return app;
 }

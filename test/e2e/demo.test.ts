@@ -162,6 +162,8 @@ describe('sandlot demo against a running embedded serve', () => {
       );
       expect(out).toContain(`✓ verified: the new Host hashes ${flushed}…`);
       expect(out).toContain("equal to the flush receipt's tree hash");
+      expect(out).toMatch(/✓ bootstrapped: attempt 1 \(rba_[0-9a-f]{32}\) Activated after 1 delivery/);
+      expect(out).toMatch(/recovery NativeCache \(cache [0-9a-f]{12}…, the flushed one\)/);
       expect(out).toMatch(/✓ Environment Released \(revision \d+\), lease Released/);
       // No bearer token is ever printed (a JWT starts with eyJ).
       expect(out).not.toContain('eyJ');

@@ -128,6 +128,7 @@ const operations = [
   ],
   ['post', '/internal/runtime/resume/prepare', ['200', '202', '404', '409', '422', '503'], true],
   ['post', '/internal/runtime/resume/verify', ['200', '404', '409', '422', '503'], true],
+  ['post', '/internal/runtime/resume/bootstrap', ['200', '404', '409', '422', '503'], true],
   ['post', '/internal/runtime/suspend/release-placement', ['200', '202', '404', '409', '503'], true],
   [
     'post',

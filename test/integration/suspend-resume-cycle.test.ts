@@ -8,29 +8,13 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
-import type { RuntimeOperation } from '../../actors/ports.ts';
-import { savedEvidenceOf, type ResumeManifest } from '../../actors/resume/requests.ts';
-import {
-  EmbeddedRuntimeCore,
-  moveRuntimeOperation,
-  registerRuntimeOperation,
-  saveRuntimeOperationEvidence,
-} from '../../actors/runtime-core/runtime-core-embedded.ts';
+import type { ResumeManifest } from '../../actors/resume/requests.ts';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { readCurrentLease, readLeaseByOperation } from '../../store/leases.ts';
 import { readVolume } from '../../store/workspaces.ts';
 import type { Harness } from '../support/harness.ts';
-import {
-  activeSandbox,
-  coreActor,
-  coreCommits,
-  coreSuspends,
-  flushVerified,
-  stepRefOf,
-  openSuspendBackend,
-  type ActiveSandbox,
-  type SuspendBackend,
-} from '../support/suspend-flow.ts';
+import { prepareResume, suspended as suspendedSandbox, type Suspended } from '../support/resume-flow.ts';
+import { openSuspendBackend, type ActiveSandbox, type SuspendBackend } from '../support/suspend-flow.ts';
 
 let h: Harness;
 let host: EmbeddedAgentHost;
@@ -46,114 +30,9 @@ afterAll(() => backend.close());
 const post = (sandbox: ActiveSandbox, path: string, body: unknown) =>
   h.request('POST', path, { token: sandbox.s.token, body });
 
-const configuration = {
-  sessionId: 'session-1',
-  eventId: 'evt-config-1',
-  objectReference: 'obj-config-1',
-  sha256: 'c'.repeat(64),
-  length: 512,
-};
-
-interface Suspended {
-  sandbox: ActiveSandbox;
-  /** Core's reserved-then-fenced resume operation. */
-  resume: RuntimeOperation;
-  manifest: ResumeManifest;
-  request: Record<string, unknown>;
-}
-
-/** Suspends a fresh sandbox with a file in its Workspace, and has Core reserve and fence its resume. */
-async function suspended(manifestChange: Partial<ResumeManifest> = {}): Promise<Suspended> {
-  // Its own project: a resume moves the project's network policy generation.
-  const sandbox = await activeSandbox(h, `run-cycle-${++runs}`, `project-${runs}`);
-  const dir = await host.workspaceDirectory(sandbox.volume.volumeId);
-  await writeFile(join(dir, 'notes.md'), `work of ${sandbox.run}\n`);
-  const ref = stepRefOf(sandbox);
-
-  // Suspend: resolve while Reserved, flush while Fenced, release once Committed.
-  const reserved = await coreSuspends(h, sandbox, { states: [] });
-  const resolved = await post(sandbox, '/internal/runtime/suspend/resolve', {
-    operation: reserved,
-    session: { registrationId: `reg-${sandbox.run}`, sessionId: 'session-1', generation: 1 },
-  });
-  expect(resolved.status).toBe(200);
-  await moveRuntimeOperation(h.db, ref, reserved.operationId, 1, 'fenced');
-  const { flush, evidence: suspendEvidence } = await flushVerified(h, sandbox, reserved);
-  const committed = await coreCommits(h, sandbox, reserved.operationId, suspendEvidence);
-  const released = await post(sandbox, '/internal/runtime/suspend/release-placement', {
-    operation: committed,
-    evidence: suspendEvidence,
-  });
-  expect(released.status).toBe(200);
-  await moveRuntimeOperation(h.db, ref, reserved.operationId, 3, 'completed');
-
-  // Resume: Core reserves its operation, saves the evidence of its complete manifest, fences it.
-  const manifest: ResumeManifest = {
-    source: {
-      leaseOperationId: sandbox.lease.operationId,
-      lifecycleGeneration: sandbox.lease.lifecycleGeneration,
-      resourceGeneration: sandbox.lease.resourceGeneration,
-      providerFence: sandbox.lease.providerFence,
-      networkPolicyGeneration: 1,
-    },
-    workspace: {
-      volumeId: sandbox.volume.volumeId,
-      transitionRevision: flush.transitionRevision,
-      dataGeneration: flush.nextDataGeneration,
-      treeHash: flush.receipt.flush.treeHash,
-      fileCount: flush.receipt.flush.fileCount,
-      byteCount: flush.receipt.flush.byteCount,
-    },
-    hostReceiptSha256: flush.hostReceiptSha256,
-    configuration,
-    ...manifestChange,
-  };
-  const resumeId = `op-resume-${sandbox.run}`;
-  await registerRuntimeOperation(
-    h.db,
-    {
-      ref,
-      operationId: resumeId,
-      terms: {
-        kind: 'resume',
-        placement: {
-          leaseOperationId: sandbox.lease.operationId,
-          resourceGeneration: sandbox.lease.resourceGeneration,
-          providerFence: sandbox.lease.providerFence,
-        },
-        workspace: { volumeId: sandbox.volume.volumeId, transitionRevision: flush.transitionRevision },
-        requireReleaseCurrent: false,
-      },
-    },
-    'test',
-  );
-  const request = {
-    manifest,
-    hostReceiptSha256: flush.hostReceiptSha256,
-    transitionRevision: flush.transitionRevision,
-  };
-  await saveRuntimeOperationEvidence(
-    h.db,
-    ref,
-    resumeId,
-    savedEvidenceOf({ ...request, operation: committed }),
-  );
-  await moveRuntimeOperation(h.db, ref, resumeId, 1, 'fenced');
-  const resume = (await new EmbeddedRuntimeCore(h.db).currentRuntimeOperation(
-    coreActor,
-    ref,
-    AbortSignal.timeout(5_000),
-  ))!;
-  return { sandbox, resume, manifest, request: { ...request, operation: resume } };
-}
-
-/** Prepare, repeated while the new Sandbox is still Provisioning (202). */
-async function prepare(s: Suspended) {
-  for (;;) {
-    const res = await post(s.sandbox, '/internal/runtime/resume/prepare', s.request);
-    if (res.status !== 202) return res;
-  }
-}
+const suspended = (change: Partial<ResumeManifest> = {}) =>
+  suspendedSandbox(h, host, `run-cycle-${++runs}`, change);
+const prepare = (s: Suspended) => prepareResume(h, s);
 
 describe('suspend and resume', () => {
   it('resumes from exactly the flushed data: the new Host hashes the tree the flush receipt named', async () => {

@@ -8,6 +8,7 @@ import type {
   ProjectsAuthority,
   RunSelectionSource,
 } from '../../actors/ports.ts';
+import type { RuntimeEvents } from '../../actors/runtime-events/ports.ts';
 import type { NetworkPolicyWriter } from '../../actors/network-policy-writer.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
 import type { AgentHostConfiguration } from '../../config/agenthost.ts';
@@ -95,6 +96,8 @@ export interface HarnessOptions {
   runtimeCore?: RuntimeCore;
   /** The network policy owner's write a resume needs (default: none). */
   networkPolicyWriter?: NetworkPolicyWriter;
+  /** Events' protected material read resume bootstrap needs (default: none, so it answers 503). */
+  runtimeEvents?: RuntimeEvents;
   /** Offer BuildTest: the API side (profile, Core, runner) and the workers' (the same plus an actor). */
   buildTest?: { offer: BuildTestOffer; worker: BuildTestWorkerDeps };
 }
@@ -131,6 +134,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     ...(options.agentHostProfiles === undefined ? {} : { agentHostProfiles: options.agentHostProfiles }),
     ...(options.buildTest === undefined ? {} : { buildTest: options.buildTest.offer }),
     ...(options.runtimeCore === undefined ? {} : { runtimeCore: options.runtimeCore }),
+    ...(options.runtimeEvents === undefined ? {} : { runtimeEvents: options.runtimeEvents }),
     ...(options.networkPolicyWriter === undefined
       ? {}
       : { networkPolicyWriter: options.networkPolicyWriter }),

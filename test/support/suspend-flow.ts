@@ -8,6 +8,7 @@ import { expect } from 'vitest';
 import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
 import { TableNetworkPolicyWriter } from '../../actors/network-policy-writer-embedded.ts';
 import type { RuntimeOperation, RuntimeStepRef } from '../../actors/ports.ts';
+import { EmbeddedRuntimeEvents } from '../../actors/runtime-events/runtime-events-embedded.ts';
 import {
   EmbeddedRuntimeCore,
   moveRuntimeOperation,
@@ -35,7 +36,7 @@ export interface SuspendBackend {
   close(): Promise<void>;
 }
 
-/** Opens it with the embedded RuntimeCore stand-in and network policy writer; `options` add to (or replace) the defaults. */
+/** Opens it with the embedded RuntimeCore and Events stand-ins and network policy writer; `options` add to (or replace) the defaults. */
 export async function openSuspendBackend(options: HarnessOptions = {}): Promise<SuspendBackend> {
   const handle = await openBackend('postgres');
   const stateDir = await mkdtemp(join(tmpdir(), 'sandlot-suspend-'));
@@ -45,6 +46,7 @@ export async function openSuspendBackend(options: HarnessOptions = {}): Promise<
     agentHost: host,
     runtimeCore: new EmbeddedRuntimeCore(handle.db),
     networkPolicyWriter: new TableNetworkPolicyWriter(handle.db),
+    runtimeEvents: new EmbeddedRuntimeEvents(handle.db),
     provider: { phaseDelaysMs: { imageReady: 10, started: 30 } },
     ...options,
   });
