@@ -1,6 +1,7 @@
 // What must hold in the cluster before a Sandbox may use it, and must still hold whenever one is read
 // back: the RuntimeClass resolves to the expected (VM) handler, and the Workspace PVC is the exact
-// one the request names: Bound, for this Environment, at this volume and data generation.
+// one the request names: Bound, for this Environment, at this volume and a data generation no newer
+// than the request's (a suspend flush moves the volume's data generation on, not the annotation).
 import type { ProviderError } from '../errors.ts';
 import type { CallOptions } from '../provider.ts';
 import type { KubeClient } from './kube-client.ts';
@@ -38,6 +39,20 @@ export interface PvcExpectation {
   uid?: string;
 }
 
+/**
+ * The PVC's data generation annotation is written when storage makes the claim, and a verified
+ * suspend flush does not rewrite it: the volume record moves on (docs/suspend-resume.md "Workspace
+ * flush"). So a request at data generation `d` accepts an annotated count `a ≤ d`. Whether the
+ * volume's own verified flushes chain `a` to `d` is the admission's storage check
+ * (actors/workspace-storage.ts), made before the lease is reserved; the adapter cannot see flushes.
+ * An annotation ahead of the request, or one that is not a count, is refused.
+ */
+function dataGenerationHolds(annotated: string | undefined, requested: number): boolean {
+  if (annotated === undefined || !/^(0|[1-9][0-9]{0,15})$/.test(annotated)) return false;
+  const value = Number(annotated);
+  return Number.isSafeInteger(value) && value <= requested;
+}
+
 /** Returns the PVC's UID once it is Bound and carries exactly the expected annotations. */
 export async function checkWorkspacePvc(
   kube: KubeClient,
@@ -62,9 +77,11 @@ export async function checkWorkspacePvc(
   const wanted: Record<string, string> = {
     [ANNOTATIONS.environmentId]: expected.environmentId,
     [ANNOTATIONS.volumeResourceGeneration]: String(expected.resourceGeneration),
-    [ANNOTATIONS.volumeDataGeneration]: String(expected.dataGeneration),
   };
   const wrong = Object.keys(wanted).filter((key) => annotations[key] !== wanted[key]);
+  if (!dataGenerationHolds(annotations[ANNOTATIONS.volumeDataGeneration], expected.dataGeneration)) {
+    wrong.push(ANNOTATIONS.volumeDataGeneration);
+  }
   if (wrong.length > 0) {
     throw refuse('workspace-pvc-mismatch', `${name} does not carry the expected ${wrong.join(', ')}`);
   }

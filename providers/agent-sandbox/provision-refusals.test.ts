@@ -1,10 +1,19 @@
 // Provision-time refusals: the cluster is not as the request needs it (Workspace PVC, RuntimeClass),
 // or an object under one of the operation's deterministic names is not ours. Definitive refusals
-// leave nothing of the operation behind; a foreign object is never adopted and never touched.
+// leave nothing of the operation behind; a foreign object is never adopted and never touched. A PVC
+// annotated at an older data generation than asked is no refusal: a suspend flush moves the volume
+// on, not the PVC's annotation.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { skipWithoutCrds } from '../../test/support/crd-dir.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../test/fakes/kube-api/index.ts';
-import { budget, failureOf, newOwner, provisionRequest } from '../../test/contract/contract-subject.ts';
+import {
+  budget,
+  failureOf,
+  newOwner,
+  presentResource,
+  provisionRequest,
+  refTo,
+} from '../../test/contract/contract-subject.ts';
 import { ProviderError } from '../errors.ts';
 import type { ProvisionRequest, SandboxProvider } from '../provider.ts';
 import {
@@ -64,6 +73,11 @@ describe.skipIf(skipWithoutCrds)('Agent Sandbox provision refusals', () => {
         'workspace-pvc-mismatch',
       ],
       [
+        'its data generation is not a count',
+        () => request(true, { [ANNOTATIONS.volumeDataGeneration]: '01' }),
+        'workspace-pvc-mismatch',
+      ],
+      [
         'it is not Bound',
         () => {
           const made = request();
@@ -88,6 +102,23 @@ describe.skipIf(skipWithoutCrds)('Agent Sandbox provision refusals', () => {
       const made = make();
       expect(await refusal(provider.provision(made, budget()))).toEqual({ kind: 'definitive', code });
       expect(ownedObjects(made.owner.operationId)).toEqual([]);
+    });
+
+    it('a PVC annotated at an older data generation is accepted, and read back (a suspend flush moved the volume on)', async () => {
+      // Storage annotates the data generation when it makes the claim; a verified flush does not
+      // rewrite it. The admission's storage check judges the chain of flushes before this call.
+      const first = provisionRequest({ provider }, newOwner());
+      fake.objects.put(workspacePvcObject(first));
+      const resumed = { ...first, workspace: { ...first.workspace, dataGeneration: 2 } };
+      const resource = await provider.provision(resumed, budget());
+      const described = presentResource(await provider.describe(refTo({ provider }, resource), budget()));
+      expect(described.resourceId).toBe(resource.resourceId);
+      const names = objectNames(first.owner.operationId);
+      expect(
+        fake.objects.get(refs.template(names.template))?.metadata.annotations?.[
+          ANNOTATIONS.volumeDataGeneration
+        ],
+      ).toBe('2');
     });
 
     it('the RuntimeClass resolves to another handler, or does not exist', async () => {
