@@ -11,6 +11,7 @@
 import type { EnvironmentEvent, LateResource, ResourceSummary } from '../machines/environment-events.ts';
 import { isCurrentLeaseState, type AuthorityLapseCode } from '../machines/environment-context.ts';
 import { attemptRequestSchema, type EffectKind } from '../machines/environment-effects.ts';
+import { observedPlacement } from '../machines/environment-updates.ts';
 import type { CommandOutcome } from '../machines/environment-events.ts';
 import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import {
@@ -52,6 +53,8 @@ export type Observation =
       finished: Finished | null;
       /** The UID of the Pod that answers, where the provider has Pods (Kubernetes). */
       podUid?: string;
+      /** The provider's placement of that Pod (IP, Service, DNS name); only with `podUid`. */
+      placement?: Record<string, string>;
     }
   | { present: false };
 type Finished = 'PodSucceeded' | 'PodFailed';
@@ -513,8 +516,8 @@ async function completeCleanup(
 
 /**
  * A describe tells the machine only what changed: a new phase, a finished run (which retires
- * placement), or a resource the provider answered is gone (the execution is lost). A failed
- * describe proves nothing and sends nothing.
+ * placement), placement the lease lacked, or a resource the provider answered is gone (the
+ * execution is lost). A failed describe proves nothing and sends nothing.
  */
 function observedEvent(attempt: AttemptRow, lease: LeaseRow | null, outcome: AttemptOutcome) {
   if (outcome.state !== 'Succeeded' || outcome.observation === undefined) return null;
@@ -526,17 +529,20 @@ function observedEvent(attempt: AttemptRow, lease: LeaseRow | null, outcome: Att
     };
     return lost;
   }
-  const { phase, finished, podUid } = outcome.observation;
-  // The first Pod seen is recorded with the lease's placement; a different one later is not.
-  const firstPod = podUid !== undefined && lease?.resource?.placement['podUid'] === undefined;
-  if (phase === lease?.resource?.phase && finished === null && !firstPod) return null;
+  const { phase, finished, podUid, placement } = outcome.observation;
+  // The placement learns the first Pod seen, or what it still lacks of the mapped one (its IP and
+  // Service, when the provision read it back pending); a different Pod later is never recorded.
+  const recorded = lease?.resource?.placement ?? {};
+  const next = observedPlacement(recorded, podUid, placement);
+  const learns = Object.entries(next).some(([key, value]) => recorded[key] !== value);
+  if (phase === lease?.resource?.phase && finished === null && !learns) return null;
   const event: EnvironmentEvent = {
     type: 'sandbox.observed',
     resourceGeneration: attempt.resourceGeneration,
     providerFence: attempt.providerFence,
     phase,
     finished,
-    ...(podUid === undefined ? {} : { podUid }),
+    ...(podUid === undefined ? {} : { podUid, ...(placement === undefined ? {} : { placement }) }),
   };
   return event;
 }

@@ -33,6 +33,8 @@ const describeReceipt = z.discriminatedUnion('present', [
     phase: z.string(),
     finished: z.string().nullable(),
     podUid: z.string().optional(),
+    /** The provider's placement of that Pod (the machine records it: actors/attempts.ts). */
+    placement: z.record(z.string(), z.string()).optional(),
   }),
   z.object({ present: z.literal(false) }),
 ]);

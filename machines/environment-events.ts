@@ -154,6 +154,12 @@ export const observedEventSchema = z.strictObject({
   finished: z.enum(['PodSucceeded', 'PodFailed']).nullable(),
   /** The Pod that answered (Kubernetes): recorded in the lease's placement when none was yet. */
   podUid: z.string().optional(),
+  /**
+   * What the provider reported for that Pod (its IP, its Service's DNS name, ...: no credential),
+   * sent with `podUid` only. It fills the lease's placement for the mapped Pod, so a lease whose
+   * provision read back a pending Pod still learns where its AgentHost answers.
+   */
+  placement: z.record(z.string(), z.string()).optional(),
 });
 
 /**

@@ -119,17 +119,39 @@ export function adoptResource({ context, event }: Args): SandboxContext {
   return own === null ? context.sandbox : withLease(context.sandbox, { resource: own });
 }
 
+type Placement = Readonly<Record<string, string>>;
+
+/**
+ * The lease's placement once an exact describe saw the Pod `podUid` with `observed`. The mapping
+ * keeps the first Pod it saw: a Pod with another UID later is evidence (a reused name or stale
+ * status), which readiness refuses, not a new truth to record over the old, so none of its fields
+ * are taken either. The first Pod's report is merged in (a provision that read back a pending Pod
+ * recorded nothing of it); for the mapped Pod only keys still missing are filled (its IP or its
+ * Service appear after it started), never a recorded one changed.
+ */
+export function observedPlacement(
+  recorded: Placement,
+  podUid: string | undefined,
+  observed: Placement = {},
+): Placement {
+  if (podUid === undefined) return recorded;
+  const mapped = recorded['podUid'];
+  if (mapped === undefined) return { ...recorded, ...observed, podUid };
+  return mapped === podUid ? { ...observed, ...recorded } : recorded;
+}
+
 export function recordObservation({ context, event }: Args): SandboxContext {
   if (event.type !== 'sandbox.observed') return context.sandbox;
   const resource: ResourceSummary | null = context.sandbox.lease?.resource ?? null;
-  // The mapping keeps the first Pod it saw: a Pod with another UID later is evidence (a reused name
-  // or stale status), which readiness refuses, not a new truth to record over the old.
-  const placement =
-    resource === null || event.podUid === undefined || resource.placement['podUid'] !== undefined
-      ? resource?.placement
-      : { ...resource.placement, podUid: event.podUid };
   return withLease(context.sandbox, {
-    resource: resource === null ? null : { ...resource, phase: event.phase, placement: placement ?? {} },
+    resource:
+      resource === null
+        ? null
+        : {
+            ...resource,
+            phase: event.phase,
+            placement: observedPlacement(resource.placement, event.podUid, event.placement),
+          },
     finished: event.finished,
   });
 }

@@ -184,10 +184,14 @@ async function call(
   }
 }
 
-/** The Pod's UID, where the provider reports one (Kubernetes placement). */
+/**
+ * The Pod that answered, where the provider reports one (Kubernetes placement), with everything the
+ * provider placed it by (IP, Service, DNS name: no credential), so the lease learns where its
+ * AgentHost answers even when the provision's read-back saw the Pod still pending.
+ */
 const podOf = (placement: Readonly<Record<string, string>>) => {
   const podUid = placement['podUid'];
-  return podUid === undefined || podUid === '' ? {} : { podUid };
+  return podUid === undefined || podUid === '' ? {} : { podUid, placement: { ...placement } };
 };
 
 function failureOutcome(attempt: AttemptRow, error: unknown): AttemptOutcome {

@@ -14,7 +14,8 @@ import {
   verifierOn,
   withWorkspaces,
 } from '../support/fake-cluster-harness.ts';
-import { LABELS } from '../../providers/agent-sandbox/names.ts';
+import { LABELS, objectNames } from '../../providers/agent-sandbox/names.ts';
+import { readCurrentLease } from '../../store/leases.ts';
 import { readVolume } from '../../store/workspaces.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/index.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';
@@ -145,6 +146,45 @@ describe.skipIf(skipWithoutCrds)(
           expect.any(String),
         );
       }
+    }, 90_000);
+
+    it('records the Pod’s placement from later observations when the provision read it back pending', async () => {
+      const s = await setup('starting', 'run-k8s-starting');
+      plantPolicy('starting', 1);
+      // Held controllers: no Sandbox and no Pod yet, so the read-back answers `pending`, as on a real
+      // cluster where a Pod takes seconds to start; the lease goes Active with an empty placement.
+      fake.controller.pause();
+      try {
+        const provisioned = await h.request('POST', `${s.base}/sandbox/provision`, {
+          token: s.token,
+          body: provisionBody(s, 'starting'),
+        });
+        expect(provisioned.status).toBe(202);
+        const pending = await waitForLease(h, s, (l) => l['state'] === 'Active', 30_000);
+        expect(pending['phase']).toBe('pending');
+        expect((await readCurrentLease(h.db, s.environmentId))?.resource?.placement).toEqual({});
+      } finally {
+        fake.controller.resume();
+      }
+
+      // The observer's exact describes map the Pod and fill in where it runs, not its UID alone.
+      await waitForLease(h, s, (l) => l['state'] === 'Active' && l['phase'] === 'started', 30_000);
+      const lease = (await readCurrentLease(h.db, s.environmentId))!;
+      const { claim } = objectNames(lease.operationId);
+      const pod = fake.objects.get(refs.pod(claim))!;
+      const sandbox = fake.objects.get(refs.sandbox(claim))!;
+      const podIP = (pod.status as { podIP?: string } | undefined)?.podIP;
+      expect(podIP).toEqual(expect.any(String));
+      expect(lease.resource?.placement).toMatchObject({
+        namespace: NAMESPACE,
+        claim,
+        sandbox: claim,
+        sandboxUid: sandbox.metadata.uid,
+        pod: claim,
+        podUid: pod.metadata.uid,
+        podIP,
+        node: (pod.spec as { nodeName?: string }).nodeName,
+      });
     }, 90_000);
 
     it('retires placement when the pod finishes, keeps the Environment Registered, and provisions anew', async () => {
