@@ -43,7 +43,7 @@ export interface Suspended {
   resume: RuntimeOperation;
   manifest: ResumeManifest;
   /** The resume request Core sends to prepare (and, with restoredWorkspace, to verify). */
-  request: Record<string, unknown>;
+  request: Record<string, unknown> & { operation: RuntimeOperation };
 }
 
 /** Suspends a fresh sandbox with a file in its Workspace, and has Core reserve and fence its resume. */
@@ -54,7 +54,17 @@ export async function suspended(
   manifestChange: Partial<ResumeManifest> = {},
 ): Promise<Suspended> {
   // Its own project: a resume moves the project's network policy generation.
-  const sandbox = await activeSandbox(h, run, `project-${run}`);
+  return suspend(h, host, await activeSandbox(h, run, `project-${run}`), manifestChange);
+}
+
+/** Suspends `sandbox` (Active, its Workspace attached) and has Core reserve and fence its resume. */
+export async function suspend(
+  h: Harness,
+  host: EmbeddedAgentHost,
+  sandbox: ActiveSandbox,
+  manifestChange: Partial<ResumeManifest> = {},
+): Promise<Suspended> {
+  const { run } = sandbox;
   const dir = await host.workspaceDirectory(sandbox.volume.volumeId);
   await writeFile(join(dir, 'notes.md'), `work of ${sandbox.run}\n`);
   const ref = stepRefOf(sandbox);
@@ -72,11 +82,19 @@ export async function suspended(
   await moveRuntimeOperation(h.db, ref, reserved.operationId, 1, 'fenced');
   const { flush, evidence: suspendEvidence } = await flushVerified(h, sandbox, reserved);
   const committed = await coreCommits(h, sandbox, reserved.operationId, suspendEvidence);
-  const released = await h.request('POST', '/internal/runtime/suspend/release-placement', {
-    token: sandbox.s.token,
-    body: { operation: committed, evidence: suspendEvidence },
-  });
-  expect(released.status).toBe(200);
+  // The provider's release runs in the workers: 202 until the lease is Released, then 200.
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const released = await h.request('POST', '/internal/runtime/suspend/release-placement', {
+      token: sandbox.s.token,
+      body: { operation: committed, evidence: suspendEvidence },
+    });
+    if (released.status === 200) break;
+    if (released.status !== 202 || Date.now() > until) {
+      throw new Error(`release-placement: ${released.status} ${await released.text()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   await moveRuntimeOperation(h.db, ref, reserved.operationId, 3, 'completed');
 
   // Events keeps the acknowledged configuration of the suspended session.
@@ -147,14 +165,15 @@ export async function suspended(
   return { sandbox, flush, resume, manifest, request: { ...request, operation: resume } };
 }
 
-/** Prepare, repeated while the new Sandbox is still Provisioning (202). */
+/** Prepare, repeated while the new Sandbox is still Provisioning (202), for up to a minute. */
 export async function prepareResume(h: Harness, s: Suspended): Promise<Response> {
+  const until = Date.now() + 60_000;
   for (;;) {
     const res = await h.request('POST', '/internal/runtime/resume/prepare', {
       token: s.sandbox.s.token,
       body: s.request,
     });
-    if (res.status !== 202) return res;
+    if (res.status !== 202 || Date.now() > until) return res;
   }
 }
 
