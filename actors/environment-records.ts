@@ -23,13 +23,7 @@ import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import { insertAttempt, resolveAttempt } from '../store/attempts.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
-import {
-  insertLease,
-  markLeaseObserved,
-  markSweepOpened,
-  readLeaseWorkspace,
-  updateLease,
-} from '../store/leases.ts';
+import { insertLease, markLeaseObserved, markSweepOpened, updateLease } from '../store/leases.ts';
 import {
   insertCleanup,
   markCleanupClaimed,
@@ -48,7 +42,10 @@ import {
 import { buildTestEvidenceSchema } from './build-test/evidence.ts';
 import { flushRecordSchema, flushReservedRecordSchema } from '../machines/environment-workspace.ts';
 import { advanceFlushedVolume, insertFlush, recordFlushDelivery } from '../store/workspace-flushes.ts';
+import type { EnvironmentContext } from '../machines/environment-context.ts';
 import type { DeclaredAction, InitEvent } from './definition.ts';
+import { resumeSourceOf } from './resume/requests.ts';
+import { retireWorkspace } from './workspace-retirement.ts';
 import { WorkspaceConflictError, WorkspaceFlushConflictError } from './errors.ts';
 
 export async function applyEnvironmentActions(
@@ -188,6 +185,8 @@ async function reserveLease(
         workspace: lease.workspace,
         networkPolicyGeneration: lease.networkPolicyGeneration,
         expiresAt: lease.expiresAt,
+        // A resume's new lease keeps the resume it was made for (actors/resume/restored.ts).
+        ...withResumeSource(lease.idempotencyKey),
       },
     },
     workspace: lease.workspace,
@@ -214,11 +213,28 @@ async function reserveLease(
 async function recordLease(tx: Queryable, row: EnvironmentRow, record: LeaseRecord) {
   await updateLease(tx, { environmentId: row.environmentId, ...record, revision: row.revision });
   // Released is reached only on exact proof (a release receipt, or an exact listOwned showing the
-  // resource absent); Failed only when the provider proved nothing was created. Then detach.
+  // resource absent); Failed only when the provider proved nothing was created. Then the Workspace
+  // retires with it: detached when its counters stand where the lease and its own verified flushes
+  // put them, except that a suspend release's detach waits for Core (actors/workspace-retirement.ts).
   if (record.state === 'Released' || record.state === 'Failed') {
-    const volumeId = await readLeaseWorkspace(tx, row.environmentId, record.resourceGeneration);
-    if (volumeId !== null) await detachVolume(tx, volumeId, record.resourceGeneration);
+    await retireWorkspace(
+      tx,
+      row.environmentId,
+      record.resourceGeneration,
+      releaseKeyOf(row.snapshot, record.resourceGeneration),
+    );
   }
+}
+
+function withResumeSource(idempotencyKey: string): { resume?: { operationId: string } } {
+  const resume = resumeSourceOf(idempotencyKey);
+  return resume === null ? {} : { resume };
+}
+
+/** The idempotency key of the release the machine began for the lease at `resourceGeneration`. */
+function releaseKeyOf(snapshot: unknown, resourceGeneration: number): string | null {
+  const lease = (snapshot as { context?: EnvironmentContext } | null)?.context?.sandbox.lease;
+  return lease?.resourceGeneration === resourceGeneration ? (lease.release?.idempotencyKey ?? null) : null;
 }
 
 async function openAttempt(tx: Queryable, row: EnvironmentRow, effect: ProviderEffect) {

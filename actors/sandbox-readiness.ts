@@ -37,6 +37,8 @@ export type ReadinessCondition = z.infer<typeof conditionSchema>;
 export interface RecordedRequest {
   workspace: WorkspaceMount;
   networkPolicyGeneration: number;
+  /** The resume a resume's new lease was provisioned for (absent on every other lease). */
+  resume?: { operationId: string } | undefined;
 }
 
 const recoveryRecordSchema = z.object({
@@ -44,7 +46,11 @@ const recoveryRecordSchema = z.object({
   resourceGeneration: z.number().int(),
   providerFence: z.number().int(),
   provision: z
-    .object({ workspace: workspaceMountSchema, networkPolicyGeneration: z.number().int() })
+    .object({
+      workspace: workspaceMountSchema,
+      networkPolicyGeneration: z.number().int(),
+      resume: z.object({ operationId: z.string() }).optional(),
+    })
     .optional(),
 });
 

@@ -158,6 +158,22 @@ export async function readLeaseWorkspace(
   return rows[0]?.volumeId ?? null;
 }
 
+/** What a lease was attached at: its operation, the volume it mounts and that volume's data generation then. */
+export async function readLeaseAttachment(
+  q: Queryable,
+  environmentId: string,
+  resourceGeneration: number,
+): Promise<{ operationId: string; volumeId: string; dataGeneration: number } | null> {
+  const { rows } = await q.query<{ operationId: string; volumeId: string; dataGeneration: number }>(
+    `SELECT operation_id AS "operationId", workspace->>'volumeId' AS "volumeId",
+            (workspace->>'dataGeneration')::int AS "dataGeneration"
+       FROM sandbox_leases WHERE environment_id = $1 AND resource_generation = $2`,
+    [environmentId, resourceGeneration],
+  );
+  const row = rows[0];
+  return row === undefined || row.volumeId === null ? null : row;
+}
+
 /** The newest lease, current or not. */
 export async function readLatestLease(q: Queryable, environmentId: string): Promise<LeaseRow | null> {
   const { rows } = await q.query<LeaseRow>(

@@ -150,6 +150,21 @@ export async function readVerifiedFlushGenerations(q: Queryable, volumeId: strin
   return rows.map((r) => r.dataGeneration);
 }
 
+/** Every Verified flush a lease made of one volume, in transition order. */
+export async function readVerifiedFlushesOfLease(
+  q: Queryable,
+  leaseOperationId: string,
+  volumeId: string,
+): Promise<FlushRow[]> {
+  const { rows } = await q.query<FlushRow>(
+    `SELECT ${columns} FROM workspace_flushes
+      WHERE lease_operation_id = $1 AND volume_id = $2 AND state = 'Verified'
+      ORDER BY transition_revision`,
+    [leaseOperationId, volumeId],
+  );
+  return rows;
+}
+
 /** The latest Verified flush of a lease (its highest transition revision), if it has one. */
 export async function readLatestVerifiedFlushOfLease(
   q: Queryable,

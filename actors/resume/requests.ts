@@ -96,3 +96,13 @@ export function savedEvidenceOf(request: ResumePrepareRequest): SavedOperationEv
 
 /** The stable key of everything one resume does once (lifecycle advance, provision). */
 export const resumeKeyOf = (operationId: string) => `resume:${operationId}`;
+
+/**
+ * The resume a lease was provisioned for, read from its idempotency key: the lease's saved provider
+ * request keeps it, so a later read (after a restart too) knows the lease is that resume's own.
+ */
+export function resumeSourceOf(idempotencyKey: string): { operationId: string } | null {
+  return idempotencyKey.startsWith('resume:') && idempotencyKey.length > 'resume:'.length
+    ? { operationId: idempotencyKey.slice('resume:'.length) }
+    : null;
+}

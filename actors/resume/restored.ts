@@ -27,11 +27,12 @@ export async function restoredOf(
     volume.attachedLease !== lease.resourceGeneration ||
     volume.dataGeneration !== dataGeneration ||
     recorded.workspace.volumeId !== volume.volumeId ||
-    recorded.workspace.dataGeneration !== dataGeneration
+    recorded.workspace.dataGeneration !== dataGeneration ||
+    recorded.resume?.operationId !== operation.operationId
   ) {
     throw new ResumeRefusedError(
       'resume-mount-mismatch',
-      `lease ${lease.operationId} does not mount volume ${operation.workspace.volumeId} at data generation ${dataGeneration}`,
+      `lease ${lease.operationId} is not resume ${operation.operationId}'s own lease mounting volume ${operation.workspace.volumeId} at data generation ${dataGeneration}`,
     );
   }
   return {

@@ -11,9 +11,11 @@
 //
 // The release itself is the machine's `sandbox.abandon` under a key derived from Core's operation
 // (`suspend-release:<operationId>`), sent only while the lease is Active: the machine re-fences and
-// releases again on a second abandon, so a replay never sends one. The lease becomes Released and
-// the volume is detached (Available, revision + 1) in the transaction that records the provider's
-// release receipt (actors/environment-records.ts); until then the answer is 202 Releasing. Every
+// releases again on a second abandon, so a replay never sends one. The lease becomes Released in
+// the transaction that records the provider's release receipt; the volume's detach waits
+// (actors/workspace-retirement.ts): after the wait this route asks Core again (the same checks as
+// above) and detaches it (Available, revision + 1) in its own commit, under fresh Projects
+// authority. Until both happened the answer is 202 Releasing. Every
 // replay makes the same Core checks first, so after Core completed or abandoned its operation a
 // replay is refused like any other request (no saved answer authorizes anything on its own).
 // Fresh Projects authority is asked before and after every await and inside the commit.
@@ -29,9 +31,9 @@ import {
   type LeaseRow,
 } from '../../store/leases.ts';
 import { readVerifiedFlush, type FlushRow } from '../../store/workspace-flushes.ts';
-import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
+import { detachVolume, readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { coreActorOf } from '../build-test/requests.ts';
-import type { AuthorityDeps } from '../guard.ts';
+import type { AuthorityDeps, Guard } from '../guard.ts';
 import type { AttemptRunner, RuntimeCore, RuntimeOperation } from '../ports.ts';
 import type { SavedOperationEvidence } from '../runtime-core/runtime-operation.ts';
 import type { ActorRuntime } from '../runtime.ts';
@@ -78,37 +80,7 @@ export class PlacementReleaseService {
     const { ref } = offered;
     const { guard, core } = await openSuspendStep(this.deps, actor, ref);
 
-    // Core commits its manifest before it asks for the release.
-    const { operation } = await guard.after(() =>
-      askCoreForSuspend(
-        core,
-        coreActorOf(actor),
-        ref,
-        { operationId: offered.operationId, states: ['committed'] },
-        this.#signal(),
-      ),
-    );
-    if (canonicalJson(operation) !== canonicalJson(offered)) {
-      throw new SuspendRefusedError(
-        'suspend-operation-changed',
-        `Core holds suspend operation ${operation.operationId} at state revision ${operation.stateRevision} with other terms or state than offered (state revision ${offered.stateRevision}); ask Core again`,
-      );
-    }
-    const flush = await guard.after(() =>
-      readVerifiedFlush(this.deps.db, operation.workspace.volumeId, evidence.transitionRevision),
-    );
-    refuseOn('suspend-flush-evidence-mismatch', flushEvidenceProblem(operation, evidence, flush));
-
-    // Core's require-release-current: it saved exactly this evidence for exactly this operation.
-    const verdict = await guard.after(() =>
-      core.confirmSavedOperation(coreActorOf(actor), operation, evidence, this.#signal()),
-    );
-    if (!verdict.confirmed) {
-      throw new SuspendRefusedError(
-        'suspend-release-not-confirmed',
-        `Core did not confirm the saved evidence of suspend operation ${operation.operationId}: ${verdict.reason}`,
-      );
-    }
+    const operation = await this.#confirmed(guard, core, actor, request);
 
     const key = releaseKeyOf(operation.operationId);
     const { sent } = await this.deps.runtime.step(
@@ -153,13 +125,78 @@ export class PlacementReleaseService {
       );
     }
 
-    const answer = await this.#settled(operation);
+    let answer = await this.#settled(operation);
+    if (answer.state === 'Releasing' && answer.awaitingDetach) {
+      // The provider confirmed; the Workspace is detached only now, after Core was asked again
+      // following the wait, in a commit that checks Projects authority afresh.
+      await this.#confirmed(guard, core, actor, request);
+      await this.deps.runtime.step(
+        ref.environmentId,
+        async (tx) => {
+          const lease = await readLeaseByOperation(tx, operation.placement.leaseOperationId);
+          const volume = await readVolume(tx, operation.workspace.volumeId);
+          if (lease?.state !== 'Released') throw new Error('the released lease moved back');
+          refuseOn('suspend-flush-evidence-mismatch', flushedVolumeProblem(lease, volume, evidence));
+          await detachVolume(tx, operation.workspace.volumeId, lease.resourceGeneration);
+          return { event: null, value: null };
+        },
+        guard.commit(ref.runId),
+      );
+      answer = await this.#settled(operation);
+    }
     await guard.check();
-    return answer;
+    return publicAnswer(answer);
+  }
+
+  /**
+   * Core's current operation is exactly the one offered, Committed; our verified flush is the
+   * offered evidence; and Core confirms it saved exactly that evidence (require-release-current).
+   */
+  async #confirmed(
+    guard: Guard,
+    core: RuntimeCore,
+    actor: SuspendActor,
+    request: PlacementReleaseRequest,
+  ): Promise<RuntimeOperation> {
+    const { operation: offered, evidence } = request;
+    const { ref } = offered;
+    // Core commits its manifest before it asks for the release.
+    const { operation } = await guard.after(() =>
+      askCoreForSuspend(
+        core,
+        coreActorOf(actor),
+        ref,
+        { operationId: offered.operationId, states: ['committed'] },
+        this.#signal(),
+      ),
+    );
+    if (canonicalJson(operation) !== canonicalJson(offered)) {
+      throw new SuspendRefusedError(
+        'suspend-operation-changed',
+        `Core holds suspend operation ${operation.operationId} at state revision ${operation.stateRevision} with other terms or state than offered (state revision ${offered.stateRevision}); ask Core again`,
+      );
+    }
+    const flush = await guard.after(() =>
+      readVerifiedFlush(this.deps.db, operation.workspace.volumeId, evidence.transitionRevision),
+    );
+    refuseOn('suspend-flush-evidence-mismatch', flushEvidenceProblem(operation, evidence, flush));
+
+    // Core's require-release-current: it saved exactly this evidence for exactly this operation.
+    const verdict = await guard.after(() =>
+      core.confirmSavedOperation(coreActorOf(actor), operation, evidence, this.#signal()),
+    );
+    if (!verdict.confirmed) {
+      throw new SuspendRefusedError(
+        'suspend-release-not-confirmed',
+        `Core did not confirm the saved evidence of suspend operation ${operation.operationId}: ${verdict.reason}`,
+      );
+    }
+
+    return operation;
   }
 
   /** The lease and volume once the release attempt ran (bounded), as they stand then. */
-  async #settled(operation: RuntimeOperation): Promise<PlacementReleaseAnswer> {
+  async #settled(operation: RuntimeOperation): Promise<PlacementReleaseAnswer & { awaitingDetach: boolean }> {
     const { db, runner } = this.deps;
     let lease = await readLeaseByOperation(db, operation.placement.leaseOperationId);
     if (lease !== null && lease.state === 'Releasing') {
@@ -178,6 +215,10 @@ export class PlacementReleaseService {
     if (lease === null || volume === null) throw new Error('the released lease or its volume vanished');
     const released = lease.state === 'Released' && volume.state === 'Available';
     return {
+      awaitingDetach:
+        lease.state === 'Released' &&
+        volume.state === 'Attached' &&
+        volume.attachedLease === lease.resourceGeneration,
       operationId: operation.operationId,
       state: released ? 'Released' : 'Releasing',
       lease: {
@@ -197,6 +238,12 @@ export class PlacementReleaseService {
   #signal(): AbortSignal {
     return AbortSignal.timeout(this.deps.callTimeoutMs ?? 30_000);
   }
+}
+
+/** The answer without what only this service needs to know. */
+function publicAnswer(answer: PlacementReleaseAnswer & { awaitingDetach: boolean }): PlacementReleaseAnswer {
+  const { operationId, state, lease, workspace } = answer;
+  return { operationId, state, lease, workspace };
 }
 
 /**

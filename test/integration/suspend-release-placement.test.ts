@@ -14,7 +14,6 @@ import type { SavedOperationEvidence } from '../../actors/runtime-core/runtime-o
 import { readLeaseByOperation } from '../../store/leases.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
-import { waitForLease } from '../support/sandbox-flow.ts';
 import {
   activeSandbox,
   coreCommits as commitsWith,
@@ -22,6 +21,7 @@ import {
   flushVerified,
   stepRefOf,
   openSuspendBackend,
+  ownerAbandons,
   type ActiveSandbox,
   type SuspendBackend,
 } from '../support/suspend-flow.ts';
@@ -197,17 +197,7 @@ describe('POST /internal/runtime/suspend/release-placement', () => {
     const f = await flushed();
     const operation = await coreCommits(f);
     // The sandbox's owner abandons it after the flush, under its own key.
-    const { s, lease } = f.sandbox;
-    const abandoned = await h.request('POST', `${s.base}/sandbox/abandon`, {
-      token: s.token,
-      body: {
-        resourceGeneration: lease.resourceGeneration,
-        providerFence: lease.providerFence,
-        idempotencyKey: 'user-abandon',
-      },
-    });
-    expect(abandoned.status).toBe(202);
-    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    await ownerAbandons(h, f.sandbox, 'user-abandon');
     const volume = await readVolume(h.db, f.volume.volumeId);
     const refused = await problem(
       await release(f, { operation, evidence: f.evidence }),

@@ -18,6 +18,7 @@ import {
   flushVerified,
   flushBodyOf,
   openSuspendBackend,
+  ownerAbandons,
   type ActiveSandbox,
   type SuspendBackend,
 } from '../support/suspend-flow.ts';
@@ -119,17 +120,8 @@ describe('provisioning a Workspace a verified suspend flush moved', () => {
       { token: sandbox.s.token, body: flushBodyOf(fenced, sandbox.volume) },
     );
     expect(flushed.status).toBe(200);
-    const { s, lease } = sandbox;
-    const abandoned = await h.request('POST', `${s.base}/sandbox/abandon`, {
-      token: s.token,
-      body: {
-        resourceGeneration: lease.resourceGeneration,
-        providerFence: lease.providerFence,
-        idempotencyKey: 'owner-abandon',
-      },
-    });
-    expect(abandoned.status).toBe(202);
-    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    const { s } = sandbox;
+    await ownerAbandons(h, sandbox, 'owner-abandon');
     const volume = (await readVolume(h.db, sandbox.volume.volumeId))!;
     expect(volume).toMatchObject({ state: 'Available', attachedLease: null, dataGeneration: D + 1 });
 

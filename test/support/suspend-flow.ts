@@ -79,7 +79,8 @@ export async function activeSandbox(h: Harness, run: string, project = 'checkout
     body: provisionBody(s),
   });
   expect(provisioned.status).toBe(202);
-  await waitForLease(h, s, (l) => l['state'] === 'Active');
+  // The Host is configured once its sandbox started: a flush before then is refused.
+  await waitForLease(h, s, (l) => l['state'] === 'Active' && l['phase'] === 'started');
   const lease = (await readCurrentLease(h.db, s.environmentId))!;
   const volume = (await readVolume(h.db, s.volume.volumeId))!;
   expect(volume).toMatchObject({ state: 'Attached', attachedLease: lease.resourceGeneration });
@@ -184,7 +185,7 @@ export async function flushVerified(
       body: flushBodyOf(fenced, sandbox.volume),
     },
   );
-  expect(res.status).toBe(200);
+  if (res.status !== 200) throw new Error(`flush: ${res.status} ${await res.text()}`);
   const { flush } = (await res.json()) as { flush: VerifiedFlush };
   const evidence = {
     transitionRevision: flush.transitionRevision,
@@ -215,4 +216,23 @@ export async function coreCommits(
     ref,
     AbortSignal.timeout(5_000),
   ))!;
+}
+
+/** The sandbox's owner abandons its lease under its own key (not Core's release); answers 202. */
+export async function ownerAbandons(
+  h: Harness,
+  sandbox: ActiveSandbox,
+  idempotencyKey: string,
+): Promise<void> {
+  const { s, lease } = sandbox;
+  const abandoned = await h.request('POST', `${s.base}/sandbox/abandon`, {
+    token: s.token,
+    body: {
+      resourceGeneration: lease.resourceGeneration,
+      providerFence: lease.providerFence,
+      idempotencyKey,
+    },
+  });
+  expect(abandoned.status).toBe(202);
+  await waitForLease(h, s, (l) => l['state'] === 'Released');
 }
