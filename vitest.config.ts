@@ -12,6 +12,7 @@ const unitTests = [
   'providers/agent-sandbox/kube-errors.test.ts',
   'providers/agent-sandbox/names.test.ts',
   'providers/agent-sandbox/options.test.ts',
+  'providers/sandbox-host/envelope.test.ts',
   'providers/simulated/fault-plan.test.ts',
 ];
 
