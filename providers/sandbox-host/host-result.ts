@@ -23,7 +23,12 @@ import {
 
 export const STREAMS = ['stdout', 'stderr'] as const;
 export type StreamName = (typeof STREAMS)[number];
-export const RESULT_STATUSES = ['started', 'succeeded', 'failed'] as const;
+/**
+ * `uncertain`: the host journaled its started intent but has no result (it stopped in between, or
+ * the effect threw), so it cannot say whether the effect happened; the operation is quarantined.
+ */
+export const RESULT_STATUSES = ['started', 'succeeded', 'failed', 'uncertain'] as const;
+export type ResultStatus = (typeof RESULT_STATUSES)[number];
 /** At most 64 KiB of output per chunk (87,382 base64url characters). */
 export const MAX_CHUNK_BYTES = 65_536;
 
@@ -122,7 +127,7 @@ export interface HostSigner {
 export interface HostResultInput {
   operationId: string;
   envelopeDigest: string;
-  status: (typeof RESULT_STATUSES)[number];
+  status: ResultStatus;
   document: Record<string, unknown>;
   /** Output in the order it was produced, one entry per chunk. */
   stdout: readonly Uint8Array[];

@@ -1,7 +1,8 @@
 // Throwaway certificate authorities made at test start: a CA issues server certificates for the DNS
 // names a test asks for, so a client verifying a hostname (not an IP) is checked for real, and a
-// second, unrelated CA gives certificates a client pinned to the first must refuse.
-import { webcrypto } from 'node:crypto';
+// second, unrelated CA gives certificates a client pinned to the first must refuse. The same CA
+// issues clientAuth leaves for mutual TLS (a sandbox host), each with the fingerprint it is known by.
+import { createHash, webcrypto } from 'node:crypto';
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 
@@ -15,10 +16,19 @@ export interface ServerCertificate {
   keyPem: string;
 }
 
+export interface ClientCertificate {
+  certPem: string;
+  keyPem: string;
+  /** Lower-case hex SHA-256 of the certificate's DER: what a directory of enrolled hosts keys on. */
+  fingerprint: string;
+}
+
 export interface TestCertificateAuthority {
   caPem: string;
   /** A serverAuth leaf for exactly these DNS names (no IP address: clients must check names). */
   issue(dnsNames: readonly string[]): Promise<ServerCertificate>;
+  /** A clientAuth leaf (a sandbox host's identity) with this common name. */
+  issueClient(commonName: string): Promise<ClientCertificate>;
 }
 
 function keyPair(): Promise<webcrypto.CryptoKeyPair> {
@@ -67,5 +77,26 @@ export async function createTestCertificateAuthority(commonName: string): Promis
     return { certPem: leaf.toString('pem'), keyPem: await privateKeyPem(keys.privateKey) };
   }
 
-  return { caPem: ca.toString('pem'), issue };
+  async function issueClient(commonName: string): Promise<ClientCertificate> {
+    const keys = await keyPair();
+    const leaf = await x509.X509CertificateGenerator.create({
+      subject: `CN=${commonName}`,
+      issuer: ca.subject,
+      publicKey: keys.publicKey,
+      signingKey: caKeys.privateKey,
+      notBefore,
+      notAfter,
+      signingAlgorithm: ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+        await x509.AuthorityKeyIdentifierExtension.create(caKeys.publicKey),
+      ],
+    });
+    const fingerprint = createHash('sha256').update(Buffer.from(leaf.rawData)).digest('hex');
+    return { certPem: leaf.toString('pem'), keyPem: await privateKeyPem(keys.privateKey), fingerprint };
+  }
+
+  return { caPem: ca.toString('pem'), issue, issueClient };
 }

@@ -1,0 +1,37 @@
+// How a call over the private host-control channel fails, seen from the host. There are exactly two
+// outcomes a caller must tell apart: `unavailable` (nothing was decided: no connection, a deadline,
+// a 5xx or 429; the same call may be retried within the caller's bound) and `refused` (the control
+// plane or the channel said no: a 4xx problem, a certificate neither side accepts, a redirect, an
+// answer that is not the contract; retrying the same call cannot help). Messages carry a status, a
+// problem slug or a Node error code, never a certificate, a key or answer content.
+import { SandlotError } from '../../lib/errors.ts';
+
+/** Why a call was refused; a problem slug from the control plane is reported as `problem`. */
+export type ControlRefusalReason =
+  'problem' | 'tls-refused' | 'redirect-refused' | 'body-too-large' | 'bad-response' | 'bad-request';
+
+export class ControlUnavailableError extends SandlotError {
+  readonly code = 'host-control-unavailable';
+  readonly status = 503;
+  readonly title = 'Host control channel unavailable';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(`host control unavailable: ${message}`, options);
+  }
+}
+
+export class ControlRefusedError extends SandlotError {
+  readonly code = 'host-control-refused';
+  readonly status = 502;
+  readonly title = 'Host control channel refused the call';
+
+  constructor(
+    readonly reason: ControlRefusalReason,
+    message: string,
+    /** The HTTP status of a problem answer, and its slug (`forbidden`, `result-malformed`...). */
+    readonly problem?: { status: number; type: string },
+    options?: { cause?: unknown },
+  ) {
+    super(`host control refused (${reason}): ${message}`, options);
+  }
+}

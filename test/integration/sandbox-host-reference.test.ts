@@ -1,0 +1,429 @@
+// The reference host's durable core over a real journal directory: an in-memory control plane
+// serves envelopes signed with a test control key and records what the host reports. Covers the
+// simulated effects and their signed results, exact lost-ack replay (also across a host restart),
+// a crash between intent and result (quarantine, no second effect, operator cleanup, then
+// reassignment), a torn journal tail, envelope refusals that are never journaled, and the poll
+// loop's abort and bounded retry. The effects are local records: nothing here runs a guest.
+import { generateKeyPairSync } from 'node:crypto';
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../lib/canonical-json.ts';
+import { ControlUnavailableError } from '../../providers/sandbox-host/control-errors.ts';
+import {
+  envelopeDigest,
+  type EnvelopeInput,
+  type EnvelopeWire,
+  signEnvelope,
+} from '../../providers/sandbox-host/envelope.ts';
+import { createLocalRecordEffects, type HostEffects } from '../../providers/sandbox-host/host-effects.ts';
+import {
+  CleanupRefusedError,
+  ControlRetriesExhaustedError,
+  HostJournalCorruptError,
+} from '../../providers/sandbox-host/host-errors.ts';
+import { JOURNAL_FILE } from '../../providers/sandbox-host/host-journal.ts';
+import { type HostResultWire, verifyHostResult } from '../../providers/sandbox-host/host-result.ts';
+import { type ControlPort, ReferenceHost } from '../../providers/sandbox-host/reference-host.ts';
+import { createTrust } from '../../providers/sandbox-host/trust.ts';
+
+const HOST = 'host-ref-1';
+const T0 = new Date('2026-12-01T12:00:00.000Z');
+const DAY = 86_400_000;
+const control = generateKeyPairSync('ed25519');
+const rogue = generateKeyPairSync('ed25519');
+const hostKey = generateKeyPairSync('ed25519');
+const trust = createTrust({
+  current: {
+    version: 1,
+    publicKey: control.publicKey,
+    notBefore: new Date(T0.getTime() - DAY).toISOString(),
+    notAfter: new Date(T0.getTime() + 30 * DAY).toISOString(),
+  },
+  next: null,
+  revocationEpoch: 1,
+});
+const hostKeys = [{ hostId: HOST, version: 1, publicKey: hostKey.publicKey }];
+const now = () => new Date(T0.getTime() + 1_000);
+
+function input(sequence: number, overrides: Partial<EnvelopeInput> = {}): EnvelopeInput {
+  return {
+    tenantId: 'tenant-1',
+    principal: { subject: 'user:alice' },
+    operation: { id: `op-${sequence}`, kind: 'provision' },
+    effectiveSpec: { image: 'sandbox:1' },
+    capabilitySnapshot: { capabilities: ['process'] },
+    lease: { environmentId: 'env-1', operationId: 'lease-op-1', resourceGeneration: 1 },
+    fence: { providerFence: 3 },
+    hostId: HOST,
+    sequence,
+    issuedAt: T0,
+    expiresAt: new Date(T0.getTime() + 3_600_000),
+    revocationEpoch: 1,
+    ...overrides,
+  };
+}
+const sign = (sequence: number, overrides: Partial<EnvelopeInput> = {}, key = control.privateKey) =>
+  signEnvelope(input(sequence, overrides), { version: 1, privateKey: key });
+const kind = (k: 'provision' | 'describe' | 'release' | 'listOwned', sequence: number) => ({
+  operation: { id: `op-${sequence}`, kind: k },
+});
+
+/** The control plane in memory: serves unacknowledged and newer envelopes, records reports. */
+class MemoryControl implements ControlPort {
+  readonly queue: EnvelopeWire[] = [];
+  readonly reports: HostResultWire[] = [];
+  readonly acked = new Set<string>();
+  /** Served on the next fetch only (envelopes the host should refuse). */
+  inject: unknown[] = [];
+  loseReports = 0;
+  failFetches = 0;
+  failWith: Error | null = null;
+  fetchCalls = 0;
+
+  fetchAssignments(after: number): Promise<readonly unknown[]> {
+    this.fetchCalls++;
+    if (this.failWith !== null) return Promise.reject(this.failWith);
+    if (this.failFetches > 0) {
+      this.failFetches--;
+      return Promise.reject(new ControlUnavailableError('connection refused'));
+    }
+    const served = [
+      ...this.queue.filter((w) => w.body.sequence > after || !this.acked.has(envelopeDigest(w))),
+      ...this.inject,
+    ];
+    this.inject = [];
+    return Promise.resolve(JSON.parse(JSON.stringify(served)) as unknown[]);
+  }
+
+  reportResult(wire: HostResultWire): Promise<void> {
+    if (this.loseReports > 0) {
+      this.loseReports--; // the host saw success; the control plane lost it before persisting
+      return Promise.resolve();
+    }
+    this.reports.push(wire);
+    this.acked.add(wire.body.envelopeDigest);
+    return Promise.resolve();
+  }
+
+  /** A control-plane restart that forgot an acknowledgment: it will send the envelope again. */
+  forget(wire: EnvelopeWire): void {
+    this.acked.delete(envelopeDigest(wire));
+  }
+}
+
+/** The simulated effects, counted, so a second effect would show. */
+function counted(dir: string) {
+  const inner = createLocalRecordEffects(join(dir, 'sandboxes'), now);
+  const calls = { provision: 0, describe: 0, release: 0, listOwned: 0 };
+  const effects: HostEffects = {
+    provision: (b) => {
+      calls.provision++;
+      return inner.provision(b);
+    },
+    describe: (b) => {
+      calls.describe++;
+      return inner.describe(b);
+    },
+    release: (b) => {
+      calls.release++;
+      return inner.release(b);
+    },
+    listOwned: (b) => {
+      calls.listOwned++;
+      return inner.listOwned(b);
+    },
+  };
+  return { effects, calls };
+}
+
+let dir: string;
+let ctl: MemoryControl;
+const hosts: ReferenceHost[] = [];
+const signal = () => new AbortController().signal;
+
+async function openHost(
+  effects: HostEffects,
+  faults?: { afterIntent?: (sequence: number) => void },
+): Promise<ReferenceHost> {
+  const host = await ReferenceHost.open({
+    hostId: HOST,
+    journalDir: join(dir, 'journal'),
+    trust,
+    signer: { hostId: HOST, version: 1, privateKey: hostKey.privateKey },
+    control: ctl,
+    effects,
+    now,
+    ...(faults === undefined ? {} : { faults }),
+  });
+  hosts.push(host);
+  return host;
+}
+
+async function journalLines(): Promise<{ type: string }[]> {
+  const text = await readFile(join(dir, 'journal', JOURNAL_FILE), 'utf8');
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { type: string });
+}
+const countType = async (type: string) => (await journalLines()).filter((e) => e.type === type).length;
+
+function verified(wire: HostResultWire, envelope: EnvelopeWire) {
+  const verdict = verifyHostResult(wire, hostKeys, {
+    hostId: HOST,
+    operationId: envelope.body.operation.id,
+    envelopeDigest: envelopeDigest(envelope),
+  });
+  expect(verdict.ok).toBe(true);
+  return wire.body;
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sandlot-ref-host-'));
+  ctl = new MemoryControl();
+});
+
+afterEach(async () => {
+  for (const host of hosts.splice(0)) await host.close().catch(() => undefined);
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('reference host effects', () => {
+  it('provisions, describes, lists and releases, each answered with a verifiable signed result', async () => {
+    const { effects, calls } = counted(dir);
+    const host = await openHost(effects);
+    const envelopes = [
+      sign(1),
+      sign(2, kind('describe', 2)),
+      sign(3, kind('listOwned', 3)),
+      sign(4, kind('release', 4)),
+      sign(5, kind('describe', 5)),
+    ];
+    ctl.queue.push(...envelopes);
+    const report = await host.step(signal());
+    expect(report).toMatchObject({ fetched: 5, accepted: 5, refused: 0, reported: 5 });
+    expect(calls).toEqual({ provision: 1, describe: 2, release: 1, listOwned: 1 });
+    const bodies = ctl.reports.map((r, i) => verified(r, envelopes[i] as EnvelopeWire));
+    expect(bodies.map((b) => b.outcome.status)).toEqual(Array(5).fill('succeeded'));
+    expect(bodies[0]?.outcome.document).toMatchObject({ created: true, sandbox: { environmentId: 'env-1' } });
+    expect(bodies[1]?.outcome.document).toMatchObject({ found: true });
+    expect(bodies[2]?.outcome.document).toMatchObject({ sandboxes: [{ leaseOperationId: 'lease-op-1' }] });
+    expect(bodies[3]?.outcome.document).toEqual({ released: true, absent: false });
+    expect(bodies[4]?.outcome.document).toEqual({ found: false });
+    const stdout = bodies[0]?.streams.stdout.map((c) => Buffer.from(c.data, 'base64url').toString()) ?? [];
+    expect(stdout.join('')).toContain('no guest was started');
+    expect(bodies[0]?.integrity.stdout.chunks).toBe(2);
+    expect((await journalLines()).map((e) => e.type)).toEqual(
+      Array<string[]>(5).fill(['accepted', 'intent', 'result']).flat(),
+    );
+    expect(host.health().lastHealthyPoll).toBeNull();
+    expect(await host.step(signal())).toMatchObject({ fetched: 0 });
+    expect(host.health().lastHealthyPoll).toBe(now().toISOString());
+  });
+});
+
+describe('exact replay', () => {
+  it('re-reports the saved result after a lost ack, with no second effect, also after a restart', async () => {
+    const { effects, calls } = counted(dir);
+    const host = await openHost(effects);
+    const envelope = sign(1);
+    ctl.queue.push(envelope);
+    ctl.loseReports = 1;
+    await host.step(signal());
+    expect(ctl.reports).toHaveLength(0);
+    const saved = host.state.accepted[0]?.result;
+    expect(saved).not.toBeNull();
+
+    expect(await host.step(signal())).toMatchObject({ fetched: 1, replayed: 1, accepted: 0, reported: 1 });
+    expect(canonicalJson(ctl.reports[0])).toBe(canonicalJson(saved));
+    expect(calls.provision).toBe(1);
+
+    await host.close();
+    ctl.forget(envelope);
+    const restarted = counted(dir);
+    const again = await openHost(restarted.effects);
+    expect(await again.step(signal())).toMatchObject({ replayed: 1, accepted: 0 });
+    expect(canonicalJson(ctl.reports[1])).toBe(canonicalJson(saved));
+    expect(restarted.calls.provision).toBe(0);
+    expect(await countType('accepted')).toBe(1);
+  });
+});
+
+describe('crash between intent and result', () => {
+  it('quarantines as uncertain, never runs the effect again, and reassigns after operator cleanup', async () => {
+    const first = counted(dir);
+    const crashing = await openHost(first.effects, {
+      afterIntent: () => {
+        throw new Error('simulated crash after the intent was journaled');
+      },
+    });
+    const envelope = sign(1);
+    ctl.queue.push(envelope);
+    await expect(crashing.step(signal())).rejects.toThrow(/simulated crash/);
+    expect(await countType('intent')).toBe(1);
+    expect(ctl.reports).toHaveLength(0);
+    await crashing.close();
+
+    const second = counted(dir);
+    const host = await openHost(second.effects);
+    expect(host.quarantines).toMatchObject([{ operationId: 'op-1', environmentId: 'env-1', sequence: 1 }]);
+    await host.step(signal());
+    const uncertain = verified(ctl.reports[0] as HostResultWire, envelope);
+    expect(uncertain.outcome).toMatchObject({ status: 'uncertain', document: { code: 'quarantined' } });
+    expect(first.calls.provision + second.calls.provision).toBe(0);
+
+    // A new envelope for the same Environment is refused and not journaled, poll after poll.
+    const reassign = sign(2, {
+      lease: { environmentId: 'env-1', operationId: 'lease-op-2', resourceGeneration: 2 },
+      fence: { providerFence: 4 },
+    });
+    ctl.queue.push(reassign);
+    for (let i = 0; i < 2; i++) {
+      expect(await host.step(signal())).toMatchObject({ refused: 1, accepted: 0 });
+    }
+    expect(host.refusals.at(-1)).toMatchObject({ sequence: 2, code: 'lease-quarantined' });
+    expect(host.state.lastSequence).toBe(1);
+    expect(await countType('accepted')).toBe(1);
+
+    await expect(host.confirmCleanup('op-unknown', 'operator:bob')).rejects.toThrow(CleanupRefusedError);
+    await expect(host.confirmCleanup('op-1', ' ')).rejects.toThrow(CleanupRefusedError);
+    await host.confirmCleanup('op-1', 'operator:bob');
+    expect((await journalLines()).at(-1)).toMatchObject({
+      type: 'cleanup',
+      operationId: 'op-1',
+      operator: 'operator:bob',
+      at: now().toISOString(),
+    });
+    expect(await host.step(signal())).toMatchObject({ accepted: 1, refused: 0 });
+    expect(verified(ctl.reports.at(-1) as HostResultWire, reassign).outcome.status).toBe('succeeded');
+    expect(second.calls.provision).toBe(1);
+
+    // The cleanup is durable: a restart does not bring the quarantine back.
+    await host.close();
+    const reopened = await openHost(counted(dir).effects);
+    expect(reopened.quarantines).toEqual([]);
+    expect(reopened.state.lastSequence).toBe(2);
+  });
+
+  it('quarantines an effect that throws part-way, and the quarantine survives a restart', async () => {
+    const { effects, calls } = counted(dir);
+    const failing: HostEffects = {
+      ...effects,
+      provision: async (b) => {
+        await effects.provision(b);
+        throw new Error('lost the host mid-effect');
+      },
+    };
+    const host = await openHost(failing);
+    ctl.queue.push(sign(1));
+    await host.step(signal());
+    expect(ctl.reports[0]?.body.outcome).toMatchObject({
+      status: 'uncertain',
+      document: { reason: 'effect-failed' },
+    });
+    expect(calls.provision).toBe(1);
+    await host.close();
+    const reopened = await openHost(counted(dir).effects);
+    expect(reopened.quarantines).toMatchObject([{ operationId: 'op-1' }]);
+  });
+});
+
+describe('journal durability', () => {
+  it('drops a torn trailing line and continues; a malformed complete line refuses to start', async () => {
+    const { effects } = counted(dir);
+    const host = await openHost(effects);
+    ctl.queue.push(sign(1));
+    await host.step(signal());
+    await host.close();
+    const path = join(dir, 'journal', JOURNAL_FILE);
+    await appendFile(path, '{"type":"intent","at":"2026-12-');
+
+    const reopened = await openHost(counted(dir).effects);
+    expect(reopened.tornBytesDropped).toBeGreaterThan(0);
+    expect(reopened.state.lastSequence).toBe(1);
+    ctl.queue.push(sign(2, kind('describe', 2)));
+    expect(await reopened.step(signal())).toMatchObject({ accepted: 1 });
+    expect(await journalLines()).toHaveLength(6);
+    await reopened.close();
+
+    const lines = (await readFile(path, 'utf8')).split('\n');
+    lines.splice(2, 0, '{"type":"nonsense"}');
+    await writeFile(path, lines.join('\n'));
+    await expect(openHost(counted(dir).effects)).rejects.toThrow(HostJournalCorruptError);
+  });
+});
+
+describe('refused envelopes are never journaled as accepted', () => {
+  it('refuses stale fence, altered duplicate, sequence gap, rogue key and expiry', async () => {
+    const { effects, calls } = counted(dir);
+    const host = await openHost(effects);
+    ctl.queue.push(sign(1));
+    await host.step(signal());
+    const cases: [string, EnvelopeWire, string][] = [
+      ['stale fence', sign(2, { fence: { providerFence: 2 } }), 'stale-fence'],
+      ['altered duplicate', sign(1, { effectiveSpec: { image: 'sandbox:2' } }), 'altered-duplicate'],
+      ['sequence gap', sign(3), 'sequence-gap'],
+      ['rogue key', sign(2, {}, rogue.privateKey), 'signature-invalid'],
+      ['expired', sign(2, { expiresAt: new Date(T0.getTime() + 500) }), 'expired'],
+      ['another host', sign(2, { hostId: 'host-other' }), 'wrong-host'],
+    ];
+    for (const [name, wire, code] of cases) {
+      ctl.inject = [wire];
+      expect(await host.step(signal()), name).toMatchObject({ refused: 1, accepted: 0 });
+      expect(host.refusals.at(-1), name).toMatchObject({ code });
+      expect(host.state.lastSequence, name).toBe(1);
+    }
+    expect(await countType('accepted')).toBe(1);
+    expect(calls.provision).toBe(1);
+    expect(ctl.reports).toHaveLength(1);
+  });
+});
+
+describe('poll loop', () => {
+  const waitFor = async (check: () => boolean) => {
+    for (let i = 0; i < 500 && !check(); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(check()).toBe(true);
+  };
+
+  it('observes a healthy verified no-work poll and stops when aborted', async () => {
+    const host = await openHost(counted(dir).effects);
+    const stop = new AbortController();
+    const running = host.run(stop.signal, { intervalMs: 5 });
+    await waitFor(() => ctl.fetchCalls >= 3);
+    expect(host.health().lastHealthyPoll).not.toBeNull();
+    stop.abort();
+    await expect(running).resolves.toBeUndefined();
+    const calls = ctl.fetchCalls;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(ctl.fetchCalls).toBe(calls);
+  });
+
+  it('retries transient control errors a bounded number of times, then gives up', async () => {
+    const host = await openHost(counted(dir).effects);
+    ctl.failFetches = 2;
+    ctl.queue.push(sign(1));
+    const stop = new AbortController();
+    const running = host.run(stop.signal, { intervalMs: 5, attempts: 3, initialBackoffMs: 1 });
+    await waitFor(() => ctl.reports.length === 1);
+    stop.abort();
+    await running;
+    expect(host.health().lastPollError).toBeNull();
+
+    ctl.failFetches = Number.POSITIVE_INFINITY;
+    const before = ctl.fetchCalls;
+    await expect(host.run(signal(), { intervalMs: 5, attempts: 3, initialBackoffMs: 1 })).rejects.toThrow(
+      ControlRetriesExhaustedError,
+    );
+    expect(ctl.fetchCalls - before).toBe(3);
+    expect(host.health().lastPollError).toMatchObject({ code: 'host-control-unavailable' });
+  });
+
+  it('does not retry an error that is not transient', async () => {
+    const host = await openHost(counted(dir).effects);
+    ctl.failWith = new Error('refused by the control plane');
+    await expect(host.run(signal(), { intervalMs: 5, attempts: 3 })).rejects.toThrow(/refused/);
+    expect(ctl.fetchCalls).toBe(1);
+  });
+});
