@@ -2,7 +2,7 @@
 // verdict about evidence and is persisted (by digest) as one of ENROLLMENT_REFUSAL_CODES, so the
 // list is also what a stored decision may say; a verifier cannot invent a code. Messages name host
 // ids and generations, never evidence bytes, certificates or keys.
-import { SandlotError } from '../../lib/errors.ts';
+import { type HostProblem, SandboxHostError } from './sandbox-host-error.ts';
 
 /** Why evidence was refused. Published codes are never reworded: they are stored in decisions. */
 export const ENROLLMENT_REFUSAL_CODES = [
@@ -34,7 +34,7 @@ export const HOST_ENROLLMENT_ERROR_CODES = [
 ] as const;
 export type HostEnrollmentErrorCode = (typeof HOST_ENROLLMENT_ERROR_CODES)[number];
 
-const TITLES: Readonly<Record<HostEnrollmentErrorCode, { status: number; title: string }>> = {
+const TITLES: Readonly<Record<HostEnrollmentErrorCode, HostProblem>> = {
   'host-not-enrolled': { status: 404, title: 'Sandbox host not enrolled' },
   'certificate-invalid': { status: 400, title: 'Sandbox host certificate invalid' },
   'certificate-in-use': { status: 409, title: 'Sandbox host certificate already registered' },
@@ -44,30 +44,19 @@ const TITLES: Readonly<Record<HostEnrollmentErrorCode, { status: number; title: 
   'enrollment-conflict': { status: 409, title: 'Enrollment decided concurrently' },
 };
 
-export class HostEnrollmentError extends SandlotError {
-  readonly status: number;
-  readonly title: string;
-
-  constructor(
-    readonly code: HostEnrollmentErrorCode,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(`sandbox host enrollment (${code}): ${message}`, options);
-    this.status = TITLES[code].status;
-    this.title = TITLES[code].title;
+export class HostEnrollmentError extends SandboxHostError<HostEnrollmentErrorCode> {
+  constructor(code: HostEnrollmentErrorCode, message: string, options?: ErrorOptions) {
+    super(code, TITLES[code], `sandbox host enrollment (${code}): ${message}`, options);
   }
 }
 
 /** The persisted trust history does not form a valid trust (or a concurrent writer moved it). */
-export class TrustStoreError extends SandlotError {
-  readonly status = 500;
-  readonly title = 'Verification trust store inconsistent';
-
-  constructor(
-    readonly code: 'trust-history-invalid' | 'trust-replacement-raced',
-    message: string,
-  ) {
-    super(`verification trust store (${code}): ${message}`);
+export class TrustStoreError extends SandboxHostError<'trust-history-invalid' | 'trust-replacement-raced'> {
+  constructor(code: 'trust-history-invalid' | 'trust-replacement-raced', message: string) {
+    super(
+      code,
+      { status: 500, title: 'Verification trust store inconsistent' },
+      `verification trust store (${code}): ${message}`,
+    );
   }
 }

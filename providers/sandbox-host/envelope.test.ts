@@ -1,6 +1,6 @@
 // The assignment envelope and host result, end to end but pure: real Ed25519 keys generated per
 // run, an injected clock, and the acceptance state passed through JSON where a restart would.
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { ERROR_CODE_PATTERN, SandlotError } from '../../lib/errors.ts';
@@ -28,12 +28,10 @@ import {
   verifyHostResult,
 } from './host-result.ts';
 import { signCanonical } from './signing.ts';
-import { createTrust, replaceTrust, type VerificationKey, type VerificationTrust } from './trust.ts';
+import { createTrust, replaceTrust, type VerificationTrust } from './trust.ts';
+import { at, DAY, envelopeInput, verificationKey } from '../../test/support/sandbox-host-envelopes.ts';
 
 const HOST = 'host-a';
-const T0 = new Date('2026-12-01T12:00:00.000Z');
-const at = (ms: number) => new Date(T0.getTime() + ms);
-const DAY = 86_400_000;
 
 const keyPair = () => generateKeyPairSync('ed25519');
 const control = { v1: keyPair(), v2: keyPair(), v3: keyPair() };
@@ -41,34 +39,20 @@ const rogue = keyPair();
 const hostKey = keyPair();
 const fresh = keyPair().publicKey;
 
-const verificationKey = (version: number, publicKey: KeyObject, days = 30): VerificationKey => ({
-  version,
-  publicKey,
-  notBefore: at(-DAY).toISOString(),
-  notAfter: at(days * DAY).toISOString(),
-});
 const v1 = verificationKey(1, control.v1.publicKey);
 const v2 = verificationKey(2, control.v2.publicKey, 60);
 const v3 = verificationKey(3, control.v3.publicKey, 90);
 const baseTrust = createTrust({ current: v1, next: null, revocationEpoch: 1 });
 
-function input(sequence: number, overrides: Partial<EnvelopeInput> = {}): EnvelopeInput {
-  return {
-    tenantId: 'tenant-1',
-    principal: { subject: 'user:alice' },
-    operation: { id: `op-${sequence}`, kind: 'provision' },
-    effectiveSpec: { image: 'sandbox:1', cpu: '500m', env: { B: '2', A: '1' } },
-    capabilitySnapshot: { capabilities: ['process'], revision: 'r1' },
-    lease: { environmentId: 'env-1', operationId: 'op-lease-1', resourceGeneration: 1 },
-    fence: { providerFence: 3 },
-    hostId: HOST,
-    sequence,
-    issuedAt: T0,
-    expiresAt: at(60_000),
-    revocationEpoch: 1,
-    ...overrides,
-  };
-}
+const fixture = {
+  hostId: HOST,
+  effectiveSpec: { image: 'sandbox:1', cpu: '500m', env: { B: '2', A: '1' } },
+  capabilitySnapshot: { capabilities: ['process'], revision: 'r1' },
+  leaseOperationId: 'op-lease-1',
+  expiresAt: at(60_000),
+};
+const input = (sequence: number, overrides: Partial<EnvelopeInput> = {}): EnvelopeInput =>
+  envelopeInput(fixture, sequence, overrides);
 
 const sign = (
   sequence: number,

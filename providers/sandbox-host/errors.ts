@@ -3,7 +3,7 @@
 // as data by the verify functions and carries one of these errors so a caller that must throw can.
 // Messages name versions, sequence numbers and field paths, never key material, signatures or the
 // documents an envelope carries: an envelope's spec may hold a tenant's settings.
-import { SandlotError } from '../../lib/errors.ts';
+import { fixedCodeError, type HostProblem, SandboxHostError } from './sandbox-host-error.ts';
 
 /** Why an assignment envelope was refused. Published codes are never reworded. */
 export const ENVELOPE_REFUSAL_CODES = [
@@ -22,7 +22,7 @@ export const ENVELOPE_REFUSAL_CODES = [
 ] as const;
 export type EnvelopeRefusalCode = (typeof ENVELOPE_REFUSAL_CODES)[number];
 
-const ENVELOPE_TITLES: Readonly<Record<EnvelopeRefusalCode, { status: number; title: string }>> = {
+const ENVELOPE_TITLES: Readonly<Record<EnvelopeRefusalCode, HostProblem>> = {
   malformed: { status: 400, title: 'Assignment envelope malformed' },
   'legacy-binding': { status: 400, title: 'Assignment envelope has a legacy or zero binding' },
   'wrong-host': { status: 409, title: 'Assignment envelope addressed to another host' },
@@ -37,17 +37,9 @@ const ENVELOPE_TITLES: Readonly<Record<EnvelopeRefusalCode, { status: number; ti
   'stale-fence': { status: 409, title: 'Assignment envelope stale fence' },
 };
 
-export class EnvelopeRefusedError extends SandlotError {
-  readonly status: number;
-  readonly title: string;
-
-  constructor(
-    readonly code: EnvelopeRefusalCode,
-    message: string,
-  ) {
-    super(`assignment envelope refused (${code}): ${message}`);
-    this.status = ENVELOPE_TITLES[code].status;
-    this.title = ENVELOPE_TITLES[code].title;
+export class EnvelopeRefusedError extends SandboxHostError<EnvelopeRefusalCode> {
+  constructor(code: EnvelopeRefusalCode, message: string) {
+    super(code, ENVELOPE_TITLES[code], `assignment envelope refused (${code}): ${message}`);
   }
 }
 
@@ -73,37 +65,24 @@ const RESULT_TITLES: Readonly<Record<ResultRefusalCode, string>> = {
   'chunk-chain-broken': 'Host output chunk chain broken',
 };
 
-export class HostResultRefusedError extends SandlotError {
-  readonly status = 502;
-  readonly title: string;
-
-  constructor(
-    readonly code: ResultRefusalCode,
-    message: string,
-  ) {
-    super(`host result refused (${code}): ${message}`);
-    this.title = RESULT_TITLES[code];
+export class HostResultRefusedError extends SandboxHostError<ResultRefusalCode> {
+  constructor(code: ResultRefusalCode, message: string) {
+    super(code, { status: 502, title: RESULT_TITLES[code] }, `host result refused (${code}): ${message}`);
   }
 }
 
 /** A trust replacement that would leave an inconsistent or rolled-back trust; the old trust stands. */
-export class TrustReplacementError extends SandlotError {
-  readonly code = 'trust-replacement-refused';
-  readonly status = 409;
-  readonly title = 'Verification trust replacement refused';
-
-  constructor(message: string) {
-    super(`verification trust replacement refused: ${message}`);
-  }
-}
+export class TrustReplacementError extends fixedCodeError({
+  code: 'trust-replacement-refused',
+  status: 409,
+  title: 'Verification trust replacement refused',
+  subject: 'verification trust replacement refused',
+}) {}
 
 /** The signer was handed something it must not sign (a legacy binding, a wrong key type). */
-export class EnvelopeSigningError extends SandlotError {
-  readonly code = 'envelope-unsignable';
-  readonly status = 500;
-  readonly title = 'Envelope cannot be signed';
-
-  constructor(message: string) {
-    super(`refusing to sign: ${message}`);
-  }
-}
+export class EnvelopeSigningError extends fixedCodeError({
+  code: 'envelope-unsignable',
+  status: 500,
+  title: 'Envelope cannot be signed',
+  subject: 'refusing to sign',
+}) {}

@@ -4,71 +4,57 @@
 // verification (a lease in quarantine). Which control-channel errors are worth retrying is decided
 // in exactly one place, `isTransientControlError`, by code and name (errors cross processes).
 // Messages name sequences, operation ids and line numbers, never envelope documents or keys.
-import { SandlotError } from '../../lib/errors.ts';
+import { fixedCodeError, SandboxHostError } from './sandbox-host-error.ts';
 
 /** The journal cannot be read back as a consistent history; the host refuses to start over it. */
-export class HostJournalCorruptError extends SandlotError {
-  readonly code = 'host-journal-corrupt';
-  readonly status = 500;
-  readonly title = 'Host journal corrupt';
-
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(`host journal corrupt: ${message}`, options);
-  }
-}
+export class HostJournalCorruptError extends fixedCodeError({
+  code: 'host-journal-corrupt',
+  status: 500,
+  title: 'Host journal corrupt',
+  subject: 'host journal corrupt',
+}) {}
 
 /** A journal write failed (or an earlier one did): the host stops and must be restarted. */
-export class HostStoppedError extends SandlotError {
-  readonly code = 'host-stopped';
-  readonly status = 503;
-  readonly title = 'Reference host stopped after a durability failure';
-
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(`reference host stopped: ${message}`, options);
-  }
-}
+export class HostStoppedError extends fixedCodeError({
+  code: 'host-stopped',
+  status: 503,
+  title: 'Reference host stopped after a durability failure',
+  subject: 'reference host stopped',
+}) {}
 
 /** The host was started with options that contradict each other (a signer for another host). */
-export class HostMisconfiguredError extends SandlotError {
-  readonly code = 'host-misconfigured';
-  readonly status = 500;
-  readonly title = 'Reference host misconfigured';
-
-  constructor(message: string) {
-    super(`reference host misconfigured: ${message}`);
-  }
-}
+export class HostMisconfiguredError extends fixedCodeError({
+  code: 'host-misconfigured',
+  status: 500,
+  title: 'Reference host misconfigured',
+  subject: 'reference host misconfigured',
+}) {}
 
 /** An envelope for an Environment whose earlier operation is uncertain; cleared only by an operator. */
-export class LeaseQuarantinedError extends SandlotError {
-  readonly code = 'lease-quarantined';
-  readonly status = 409;
-  readonly title = 'Lease quarantined after an uncertain operation';
-
-  constructor(message: string) {
-    super(`lease quarantined: ${message}`);
-  }
-}
+export class LeaseQuarantinedError extends fixedCodeError({
+  code: 'lease-quarantined',
+  status: 409,
+  title: 'Lease quarantined after an uncertain operation',
+  subject: 'lease quarantined',
+}) {}
 
 /** An operator cleanup that names no quarantined operation, or names no operator. */
-export class CleanupRefusedError extends SandlotError {
-  readonly code = 'cleanup-refused';
-  readonly status = 409;
-  readonly title = 'Quarantine cleanup refused';
-
-  constructor(message: string) {
-    super(`cleanup refused: ${message}`);
-  }
-}
+export class CleanupRefusedError extends fixedCodeError({
+  code: 'cleanup-refused',
+  status: 409,
+  title: 'Quarantine cleanup refused',
+  subject: 'cleanup refused',
+}) {}
 
 /** The poll loop retried a transient control failure as often as it may, and gives up. */
-export class ControlRetriesExhaustedError extends SandlotError {
-  readonly code = 'host-control-retries-exhausted';
-  readonly status = 503;
-  readonly title = 'Host control channel still unavailable after bounded retries';
-
-  constructor(attempts: number, options?: { cause?: unknown }) {
-    super(`host control still unavailable after ${attempts} attempts`, options);
+export class ControlRetriesExhaustedError extends SandboxHostError<'host-control-retries-exhausted'> {
+  constructor(attempts: number, options?: ErrorOptions) {
+    super(
+      'host-control-retries-exhausted',
+      { status: 503, title: 'Host control channel still unavailable after bounded retries' },
+      `host control still unavailable after ${attempts} attempts`,
+      options,
+    );
   }
 }
 

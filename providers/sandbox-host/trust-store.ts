@@ -102,19 +102,7 @@ export async function replaceTrustDurably(
       if (!(await insertTrustRow(tx, trust.revocationEpoch, at))) {
         throw new TrustStoreError('trust-replacement-raced', 'the first trust was established concurrently');
       }
-      for (const [role, key] of roles(trust)) {
-        await insertTrustKey(
-          tx,
-          {
-            keyVersion: key.version,
-            publicKeyPem: pemOf(key),
-            notBefore: key.notBefore,
-            notAfter: key.notAfter,
-            role,
-          },
-          at,
-        );
-      }
+      for (const [role, key] of roles(trust)) await insertKey(tx, role, key, at);
       return trust;
     }
 
@@ -132,19 +120,7 @@ export async function replaceTrustDurably(
       if (was !== undefined && was !== role) await move(tx, version, was, role, at);
     }
     for (const [role, key] of roles(after)) {
-      if (!oldRoles.has(key.version)) {
-        await insertTrustKey(
-          tx,
-          {
-            keyVersion: key.version,
-            publicKeyPem: pemOf(key),
-            notBefore: key.notBefore,
-            notAfter: key.notAfter,
-            role,
-          },
-          at,
-        );
-      }
+      if (!oldRoles.has(key.version)) await insertKey(tx, role, key, at);
     }
     if (!(await updateTrustRow(tx, loaded.revision, after.revocationEpoch, at))) {
       throw new TrustStoreError(
@@ -154,6 +130,26 @@ export async function replaceTrustDurably(
     }
     return after;
   });
+}
+
+/** One trust key row, as the key stands in the trust with this role. */
+function insertKey(
+  tx: Queryable,
+  role: Exclude<TrustKeyRole, 'retired'>,
+  key: VerificationKey,
+  at: Date,
+): Promise<void> {
+  return insertTrustKey(
+    tx,
+    {
+      keyVersion: key.version,
+      publicKeyPem: pemOf(key),
+      notBefore: key.notBefore,
+      notAfter: key.notAfter,
+      role,
+    },
+    at,
+  );
 }
 
 function roles(trust: VerificationTrust): Array<[Exclude<TrustKeyRole, 'retired'>, VerificationKey]> {

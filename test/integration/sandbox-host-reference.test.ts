@@ -27,43 +27,25 @@ import { JOURNAL_FILE } from '../../providers/sandbox-host/host-journal.ts';
 import { type HostResultWire, verifyHostResult } from '../../providers/sandbox-host/host-result.ts';
 import { type ControlPort, ReferenceHost } from '../../providers/sandbox-host/reference-host.ts';
 import { createTrust } from '../../providers/sandbox-host/trust.ts';
+import { envelopeInput, T0, verificationKey } from '../support/sandbox-host-envelopes.ts';
 
 const HOST = 'host-ref-1';
-const T0 = new Date('2026-12-01T12:00:00.000Z');
-const DAY = 86_400_000;
 const control = generateKeyPairSync('ed25519');
 const rogue = generateKeyPairSync('ed25519');
 const hostKey = generateKeyPairSync('ed25519');
-const trust = createTrust({
-  current: {
-    version: 1,
-    publicKey: control.publicKey,
-    notBefore: new Date(T0.getTime() - DAY).toISOString(),
-    notAfter: new Date(T0.getTime() + 30 * DAY).toISOString(),
-  },
-  next: null,
-  revocationEpoch: 1,
-});
+const trust = createTrust({ current: verificationKey(1, control.publicKey), next: null, revocationEpoch: 1 });
 const hostKeys = [{ hostId: HOST, version: 1, publicKey: hostKey.publicKey }];
 const now = () => new Date(T0.getTime() + 1_000);
 
-function input(sequence: number, overrides: Partial<EnvelopeInput> = {}): EnvelopeInput {
-  return {
-    tenantId: 'tenant-1',
-    principal: { subject: 'user:alice' },
-    operation: { id: `op-${sequence}`, kind: 'provision' },
-    effectiveSpec: { image: 'sandbox:1' },
-    capabilitySnapshot: { capabilities: ['process'] },
-    lease: { environmentId: 'env-1', operationId: 'lease-op-1', resourceGeneration: 1 },
-    fence: { providerFence: 3 },
-    hostId: HOST,
-    sequence,
-    issuedAt: T0,
-    expiresAt: new Date(T0.getTime() + 3_600_000),
-    revocationEpoch: 1,
-    ...overrides,
-  };
-}
+const fixture = {
+  hostId: HOST,
+  effectiveSpec: { image: 'sandbox:1' },
+  capabilitySnapshot: { capabilities: ['process'] },
+  leaseOperationId: 'lease-op-1',
+  expiresAt: new Date(T0.getTime() + 3_600_000),
+};
+const input = (sequence: number, overrides: Partial<EnvelopeInput> = {}): EnvelopeInput =>
+  envelopeInput(fixture, sequence, overrides);
 const sign = (sequence: number, overrides: Partial<EnvelopeInput> = {}, key = control.privateKey) =>
   signEnvelope(input(sequence, overrides), { version: 1, privateKey: key });
 const kind = (k: 'provision' | 'describe' | 'release' | 'listOwned', sequence: number) => ({

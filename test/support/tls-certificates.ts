@@ -56,30 +56,14 @@ export async function createTestCertificateAuthority(commonName: string): Promis
     ],
   });
 
-  async function issue(dnsNames: readonly string[]): Promise<ServerCertificate> {
+  /** One leaf signed by this CA: the parts every leaf shares, then its usage and any extensions. */
+  async function leaf(
+    commonName: string,
+    usage: x509.ExtendedKeyUsage,
+    more: x509.Extension[] = [],
+  ): Promise<{ cert: x509.X509Certificate; keyPem: string }> {
     const keys = await keyPair();
-    const leaf = await x509.X509CertificateGenerator.create({
-      subject: `CN=${dnsNames[0] ?? 'server'}`,
-      issuer: ca.subject,
-      publicKey: keys.publicKey,
-      signingKey: caKeys.privateKey,
-      notBefore,
-      notAfter,
-      signingAlgorithm: ALGORITHM,
-      extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-        new x509.SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns', value }))),
-        await x509.AuthorityKeyIdentifierExtension.create(caKeys.publicKey),
-      ],
-    });
-    return { certPem: leaf.toString('pem'), keyPem: await privateKeyPem(keys.privateKey) };
-  }
-
-  async function issueClient(commonName: string): Promise<ClientCertificate> {
-    const keys = await keyPair();
-    const leaf = await x509.X509CertificateGenerator.create({
+    const cert = await x509.X509CertificateGenerator.create({
       subject: `CN=${commonName}`,
       issuer: ca.subject,
       publicKey: keys.publicKey,
@@ -90,12 +74,25 @@ export async function createTestCertificateAuthority(commonName: string): Promis
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+        new x509.ExtendedKeyUsageExtension([usage]),
+        ...more,
         await x509.AuthorityKeyIdentifierExtension.create(caKeys.publicKey),
       ],
     });
-    const fingerprint = createHash('sha256').update(Buffer.from(leaf.rawData)).digest('hex');
-    return { certPem: leaf.toString('pem'), keyPem: await privateKeyPem(keys.privateKey), fingerprint };
+    return { cert, keyPem: await privateKeyPem(keys.privateKey) };
+  }
+
+  async function issue(dnsNames: readonly string[]): Promise<ServerCertificate> {
+    const { cert, keyPem } = await leaf(dnsNames[0] ?? 'server', x509.ExtendedKeyUsage.serverAuth, [
+      new x509.SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns', value }))),
+    ]);
+    return { certPem: cert.toString('pem'), keyPem };
+  }
+
+  async function issueClient(commonName: string): Promise<ClientCertificate> {
+    const { cert, keyPem } = await leaf(commonName, x509.ExtendedKeyUsage.clientAuth);
+    const fingerprint = createHash('sha256').update(Buffer.from(cert.rawData)).digest('hex');
+    return { certPem: cert.toString('pem'), keyPem, fingerprint };
   }
 
   return { caPem: ca.toString('pem'), issue, issueClient };
