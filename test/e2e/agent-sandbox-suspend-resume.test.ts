@@ -43,7 +43,13 @@ import {
 } from '../support/fake-cluster-harness.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { waitForLease } from '../support/sandbox-flow.ts';
-import { coreStartsRuntime, prepareResume, suspend, type Suspended } from '../support/resume-flow.ts';
+import {
+  coreStartsRuntime,
+  expectPrepared,
+  prepareResume,
+  suspend,
+  type Suspended,
+} from '../support/resume-flow.ts';
 import { activeSandbox, type ActiveSandbox } from '../support/suspend-flow.ts';
 
 const CORE = 'agents.x-k8s.io/v1beta1';
@@ -204,18 +210,8 @@ describe.skipIf(skipWithoutCrds)(
         );
         throw new Error(`prepare: ${res.status} ${await res.text()} ${JSON.stringify(attempts.rows)}`);
       }
-      const prepared = (await res.json()) as { state: string; restoredWorkspace: Record<string, unknown> };
-      const restored = prepared.restoredWorkspace as {
-        lifecycleGeneration: number;
-        lease: { operationId: string; lifecycleGeneration: number };
-        workspace: { dataGeneration: number; state: string };
-        networkPolicyGeneration: number;
-      };
-      expect(prepared.state).toBe('Prepared');
-      expect(restored.lifecycleGeneration).toBe(manifest.source.lifecycleGeneration + 1);
-      expect(restored.lease.lifecycleGeneration).toBe(manifest.source.lifecycleGeneration + 1);
-      expect(restored.workspace).toMatchObject({ state: 'Attached', dataGeneration: 2 });
-      expect(restored.networkPolicyGeneration).toBe(manifest.source.networkPolicyGeneration + 1);
+      const { prepared, restored } = await expectPrepared(res, manifest);
+      expect(restored.workspace.dataGeneration).toBe(2);
 
       // The new lease is a new Sandbox object on the very same PVC.
       const newLease = (await readCurrentLease(h.db, sandbox.s.environmentId))!;

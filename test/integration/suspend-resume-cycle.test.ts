@@ -13,7 +13,12 @@ import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { readCurrentLease, readLeaseByOperation } from '../../store/leases.ts';
 import { readVolume } from '../../store/workspaces.ts';
 import type { Harness } from '../support/harness.ts';
-import { prepareResume, suspended as suspendedSandbox, type Suspended } from '../support/resume-flow.ts';
+import {
+  expectPrepared,
+  prepareResume,
+  suspended as suspendedSandbox,
+  type Suspended,
+} from '../support/resume-flow.ts';
 import { openSuspendBackend, type ActiveSandbox, type SuspendBackend } from '../support/suspend-flow.ts';
 
 let h: Harness;
@@ -41,21 +46,7 @@ describe('suspend and resume', () => {
     const res = await prepare(s);
     if (res.status !== 200) throw new Error(await res.text());
     expect(res.headers.get('cache-control')).toBe('no-store');
-    const prepared = (await res.json()) as { state: string; restoredWorkspace: Record<string, unknown> };
-    const restored = prepared.restoredWorkspace as {
-      lifecycleGeneration: number;
-      lease: { operationId: string; lifecycleGeneration: number };
-      workspace: { dataGeneration: number; state: string };
-      networkPolicyGeneration: number;
-    };
-    expect(prepared.state).toBe('Prepared');
-    expect(restored.lifecycleGeneration).toBe(manifest.source.lifecycleGeneration + 1);
-    expect(restored.lease.lifecycleGeneration).toBe(manifest.source.lifecycleGeneration + 1);
-    expect(restored.workspace).toMatchObject({
-      state: 'Attached',
-      dataGeneration: manifest.workspace.dataGeneration,
-    });
-    expect(restored.networkPolicyGeneration).toBe(manifest.source.networkPolicyGeneration + 1);
+    const { prepared, restored } = await expectPrepared(res, manifest);
     const lease = (await readCurrentLease(h.db, sandbox.s.environmentId))!;
     expect(lease).toMatchObject({ operationId: restored.lease.operationId, state: 'Active' });
     expect(lease.operationId).not.toBe(sandbox.lease.operationId);

@@ -223,3 +223,36 @@ export async function coreStartsRuntime(
   expect(await registerRuntimeRegistration(h.db, { ref, ...registration }, 'test')).toBe('created');
   return { ...s.request, operation, restoredWorkspace, phase: 4, registration };
 }
+
+/** The restored placement a 200 prepare answers, as the resume tests read it. */
+export interface PreparedPlacement {
+  lifecycleGeneration: number;
+  lease: { operationId: string; lifecycleGeneration: number };
+  workspace: { dataGeneration: number; state: string };
+  networkPolicyGeneration: number;
+}
+
+/**
+ * Reads a 200 prepare answer and checks what every resume must show: Prepared, the lifecycle and
+ * network generations one past the manifest's source, the Workspace Attached at the flushed data
+ * generation. Answers the whole body and its restored placement.
+ */
+export async function expectPrepared(
+  res: Response,
+  manifest: ResumeManifest,
+): Promise<{
+  prepared: { state: string; restoredWorkspace: Record<string, unknown> };
+  restored: PreparedPlacement;
+}> {
+  const prepared = (await res.json()) as { state: string; restoredWorkspace: Record<string, unknown> };
+  const restored = prepared.restoredWorkspace as unknown as PreparedPlacement;
+  expect(prepared.state).toBe('Prepared');
+  expect(restored.lifecycleGeneration).toBe(manifest.source.lifecycleGeneration + 1);
+  expect(restored.lease.lifecycleGeneration).toBe(manifest.source.lifecycleGeneration + 1);
+  expect(restored.workspace).toMatchObject({
+    state: 'Attached',
+    dataGeneration: manifest.workspace.dataGeneration,
+  });
+  expect(restored.networkPolicyGeneration).toBe(manifest.source.networkPolicyGeneration + 1);
+  return { prepared, restored };
+}
