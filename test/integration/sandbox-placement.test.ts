@@ -60,11 +60,20 @@ describe('placement projection', () => {
 
   it('answers the exact current Active lease with its fences, placement and provider pin, and nothing secret', async () => {
     const s = await activeScenario('run-public');
-    const res = await h.request('GET', `${s.base}/sandbox/v1/placement`, { token: s.token });
+    // Observation may still write the Active lease (a later describe fills placement and bumps its
+    // revision), so compare against a lease that did not change across the read.
+    const { res, body, lease } = await eventually(
+      'a placement read between two equal lease reads',
+      async () => {
+        const before = await waitForLease(h, s, () => true);
+        const res = await h.request('GET', `${s.base}/sandbox/v1/placement`, { token: s.token });
+        const body = await json<Record<string, unknown>>(res);
+        const lease = await waitForLease(h, s, () => true);
+        return before['revision'] === lease['revision'] ? { res, body, lease } : undefined;
+      },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    const body = await json<Record<string, unknown>>(res);
-    const lease = await waitForLease(h, s, () => true);
     expect(body).toMatchObject({
       version: 'v1',
       tenantId: 'acme',
