@@ -3,7 +3,9 @@
 // default substitution), the Workspace is the exact Available generation and its storage (read back
 // through the WorkspaceStorage port) holds the pinned PVC and PV for it, and the network policy
 // generation is the project's verified current one, asked afresh of the NetworkPolicyVerifier port
-// (the embedded table, or the Cilium policies read back from Kubernetes).
+// (the embedded table, or the Cilium policies read back from Kubernetes). The storage readback and
+// the network policy check are made only for a provider whose capabilities call for them
+// (actors/provider-applicability.ts); the Workspace record checks always are.
 import type { ProviderIdentity } from '../providers/provider.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
@@ -93,23 +95,7 @@ export async function verifyWorkspace(
   workspace: { volumeId: string; resourceGeneration: number; dataGeneration: number },
   storage: WorkspaceStorage = new EmbeddedWorkspaceStorage(q),
 ): Promise<void> {
-  const volume = await readVolume(q, workspace.volumeId);
-  if (
-    volume?.environmentId !== env.environmentId ||
-    volume.resourceGeneration !== workspace.resourceGeneration ||
-    volume.dataGeneration !== workspace.dataGeneration ||
-    volume.state !== 'Available'
-  ) {
-    throw new WorkspaceConflictError(workspace.volumeId);
-  }
-  const ref: WorkspaceVolumeRef = {
-    tenantId: env.tenantId,
-    projectId: env.projectId,
-    environmentId: env.environmentId,
-    volumeId: workspace.volumeId,
-    resourceGeneration: workspace.resourceGeneration,
-    dataGeneration: workspace.dataGeneration,
-  };
+  const ref = await verifyWorkspaceRecord(q, env, workspace);
   const binding = await readStorageBinding(q, workspace.volumeId);
   // A verified flush moves the record past storage's annotation; only its exact chain is accepted.
   const flushedFrom = await readVerifiedFlushGenerations(q, workspace.volumeId);
@@ -129,6 +115,35 @@ export async function verifyWorkspace(
   refuse(
     checkStorageEvidence({ volume: ref, selection: storage.selection, binding: held, flushedFrom }, evidence),
   );
+}
+
+/**
+ * The Workspace record alone: the volume is this Environment's, at exactly the requested
+ * generations and Available, or WorkspaceConflictError. What a provider without `pvc-attachment`
+ * is admitted on: it attaches no volume, so there is no storage to read back or pin.
+ */
+export async function verifyWorkspaceRecord(
+  q: Queryable,
+  env: Pick<EnvironmentRow, 'environmentId' | 'tenantId' | 'projectId'>,
+  workspace: { volumeId: string; resourceGeneration: number; dataGeneration: number },
+): Promise<WorkspaceVolumeRef> {
+  const volume = await readVolume(q, workspace.volumeId);
+  if (
+    volume?.environmentId !== env.environmentId ||
+    volume.resourceGeneration !== workspace.resourceGeneration ||
+    volume.dataGeneration !== workspace.dataGeneration ||
+    volume.state !== 'Available'
+  ) {
+    throw new WorkspaceConflictError(workspace.volumeId);
+  }
+  return {
+    tenantId: env.tenantId,
+    projectId: env.projectId,
+    environmentId: env.environmentId,
+    volumeId: workspace.volumeId,
+    resourceGeneration: workspace.resourceGeneration,
+    dataGeneration: workspace.dataGeneration,
+  };
 }
 
 /** One bounded readback; a port that cannot answer becomes WorkspaceStorageUnavailableError (503). */

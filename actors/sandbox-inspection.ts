@@ -22,6 +22,7 @@ import type {
   RunSelectionSource,
 } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
+import { recordedApplicability } from './provider-applicability.ts';
 import { networkPolicyVerified } from './sandbox-admission.ts';
 import { observeLease, type Observation } from './sandbox-observe.ts';
 import {
@@ -159,7 +160,10 @@ export class SandboxInspection {
       guard.commit(address.runId),
     );
     const request = recordedRequestOf(first);
+    // The provider the lease was admitted for: a check it has no capability for asks no port.
+    const { applies } = recordedApplicability(first.providerIdentity);
     const verified =
+      applies.networkPolicy &&
       networkPolicyGeneration !== undefined &&
       networkPolicyGeneration === request?.networkPolicyGeneration &&
       (await networkPolicyVerified(networkPolicies, env.tenantId, env.projectId, networkPolicyGeneration));
@@ -183,6 +187,7 @@ export class SandboxInspection {
         : observation;
     // The Host is asked only about a lease still the same, seen started by an exact describe.
     const askHost =
+      applies.agentHost &&
       observed !== null &&
       sameLease(first, observed) &&
       first.state === 'Active' &&
@@ -207,7 +212,9 @@ export class SandboxInspection {
       flushedTo: flushed === null ? null : flushed.dataGeneration + 1,
     });
     const ready = conditions.every((c) => c.status === 'True');
-    const configured = conditions.find((c) => c.type === 'HostConfigured')?.status === 'True';
+    // `configured` is the AgentHost's handshake: a provider without one stays in its own phase.
+    const hostCondition = conditions.find((c) => c.type === 'HostConfigured');
+    const configured = hostCondition?.status === 'True' && hostCondition.reason === 'Configured';
     await guard.check();
     return {
       lease: leaseView(last ?? observed ?? first),

@@ -5,12 +5,20 @@
 // fresh describe saw the mapped Pod started; the AgentHost says it completed its configuration
 // handshake for exactly this lease, Pod, mount path and network generation (the `configured`
 // phase: the provider never reports it by itself); the network policy generation verifies fresh;
-// and the Workspace is Attached to this lease at the exact generation.
+// and the Workspace is Attached to this lease at the exact generation. A check the lease's provider
+// does not advertise the capability for (actors/provider-applicability.ts: no AgentHost, no Pod
+// network, no Workspace volume) is True with reason NotApplicable, saying which capability is
+// missing; its port is not asked. The status enum is the same for every provider.
 import { z } from 'zod';
 import { workspaceMountSchema, type WorkspaceMount } from '../machines/environment-events.ts';
 import type { LeaseRow } from '../store/leases.ts';
 import type { VolumeRow } from '../store/workspaces.ts';
 import type { AgentHostEndpoint, AgentHostReadiness, AgentHostTarget } from './ports.ts';
+import {
+  recordedApplicability,
+  requiredCapability,
+  type ProviderApplicability,
+} from './provider-applicability.ts';
 import type { Observation } from './sandbox-observe.ts';
 
 export const readinessConditionTypes = [
@@ -144,6 +152,14 @@ export function readinessConditions(evidence: ReadinessEvidence): ReadinessCondi
     message: string,
   ): ReadinessCondition => ({ type, status, reason, message, observedGeneration: generation });
   const request = recordedRequestOf(first);
+  const { providerId, applies } = recordedApplicability(first.providerIdentity);
+  const notApplicable = (type: ReadinessConditionType, check: keyof ProviderApplicability, what: string) =>
+    condition(
+      type,
+      'True',
+      'NotApplicable',
+      `the ${providerId} provider ${what} (no ${requiredCapability[check]} capability)`,
+    );
   return [
     leaseCurrent(first, last, request, condition),
     isExpired(last ?? first, now)
@@ -162,9 +178,15 @@ export function readinessConditions(evidence: ReadinessEvidence): ReadinessCondi
             : `the lease expires at ${first.expiresAt.toISOString()}`,
         ),
     sandboxObserved(evidence, condition),
-    hostConfigured(evidence, request, condition),
-    networkVerified(evidence, request, condition),
-    workspaceAttached(evidence, request, condition),
+    applies.agentHost
+      ? hostConfigured(evidence, request, condition)
+      : notApplicable('HostConfigured', 'agentHost', 'runs no AgentHost; readiness is its started result'),
+    applies.networkPolicy
+      ? networkVerified(evidence, request, condition)
+      : notApplicable('NetworkPolicyVerified', 'networkPolicy', 'runs no Pod network for a policy to select'),
+    applies.workspaceStorage
+      ? workspaceAttached(evidence, request, condition)
+      : notApplicable('WorkspaceAttached', 'workspaceStorage', 'attaches no Workspace volume'),
   ];
 }
 

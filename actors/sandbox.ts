@@ -28,11 +28,13 @@ import {
 import { Guard } from './guard.ts';
 import type { EnvironmentAddress } from './owned.ts';
 import type { Caller, Permission, WorkspaceStorage } from './ports.ts';
+import { providerApplicability } from './provider-applicability.ts';
 import {
   networkPolicyVerified,
   selectProvider,
   verifyNetworkPolicy,
   verifyWorkspace,
+  verifyWorkspaceRecord,
 } from './sandbox-admission.ts';
 import { isExpired } from './sandbox-readiness.ts';
 import { leaseView, type LeaseView } from './sandbox-view.ts';
@@ -113,13 +115,21 @@ export class SandboxService {
       const current = await guard.selection(address.runId);
       if (current.selectionHash !== env.runSelectionHash) throw new RunSelectionChangedError(address.runId);
       selectProvider(current, provider.identity);
-      await verifyWorkspace(db, env, request.workspace, this.deps.workspaceStorage);
-      await verifyNetworkPolicy(
-        networkPolicies,
-        caller.tenantId,
-        address.projectId,
-        request.networkPolicyGeneration,
-      );
+      // A check the provider's capabilities do not call for is skipped, and nothing claims it passed.
+      const applies = providerApplicability(provider.identity);
+      if (applies.workspaceStorage) {
+        await verifyWorkspace(db, env, request.workspace, this.deps.workspaceStorage);
+      } else {
+        await verifyWorkspaceRecord(db, env, request.workspace);
+      }
+      if (applies.networkPolicy) {
+        await verifyNetworkPolicy(
+          networkPolicies,
+          caller.tenantId,
+          address.projectId,
+          request.networkPolicyGeneration,
+        );
+      }
       return current;
     })();
     // A twin of this request (the same key) may commit between the replay read above and these

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { beginAttempt, completeAttempt, type AttemptDeps, type AttemptOutcome } from '../actors/attempts.ts';
 import type { AttemptRunner, NetworkPolicyVerifier } from '../actors/ports.ts';
+import { providerApplicability } from '../actors/provider-applicability.ts';
 import { attemptRequestSchema, type AttemptRequest } from '../machines/environment-effects.ts';
 import type { ResourceSummary } from '../machines/environment-events.ts';
 import { classifyProviderFailure } from '../providers/errors.ts';
@@ -253,6 +254,8 @@ async function networkPolicyRefusal(
   // policy generation (its own Pods are offline): that binding is checked again before each start.
   const startsPod = attempt.kind === 'buildTest' && request.buildTest?.step !== 'cleanup';
   if (attempt.kind !== 'provision' && !startsPod) return null;
+  // A provider without a guest network (no vm-isolation) has no policy to select its sandbox.
+  if (!providerApplicability(deps.provider.identity).networkPolicy) return null;
   const { networkPolicyGeneration } = request;
   let verdict;
   try {
