@@ -1,4 +1,4 @@
-// Queries for sandbox-host assignments (migration 0024). One row per issued envelope; the caller
+// Queries for sandbox-host assignments (migrations 0024 and 0025). One row per issued envelope; the caller
 // allocates a sequence only while it holds the host row's lock (store/sandbox-hosts.ts `lockHost`),
 // so max + 1 is the next sequence without a gap or a race. The result is written compare-and-set
 // from Issued: "no row changed" means another report won, and the caller reads what it stored.
@@ -48,17 +48,23 @@ export async function readAssignmentByOperation(
   return rows[0] ?? null;
 }
 
-/** The host's highest sequence (0 before its first) and its highest fence for an Environment. */
+/**
+ * The host's highest sequence (0 before its first) and the highest fence issued for an Environment
+ * by one of `fencedKinds` (the mutating kinds: a read's fence neither raises it nor is checked).
+ */
 export async function readHostHighWater(
   q: Queryable,
   hostId: string,
   environmentId: string,
+  fencedKinds: readonly string[],
 ): Promise<{ lastSequence: number; highestFence: number }> {
   const { rows } = await q.query<{ lastSequence: number; highestFence: number }>(
     `SELECT COALESCE(max(sequence), 0) AS "lastSequence",
-            COALESCE(max(provider_fence) FILTER (WHERE environment_id = $2), 0) AS "highestFence"
+            COALESCE(max(provider_fence)
+                       FILTER (WHERE environment_id = $2 AND operation_kind = ANY ($3::text[])), 0)
+              AS "highestFence"
        FROM sandbox_host_assignments WHERE host_id = $1`,
-    [hostId, environmentId],
+    [hostId, environmentId, fencedKinds],
   );
   return rows[0] ?? { lastSequence: 0, highestFence: 0 };
 }

@@ -2,9 +2,10 @@
 // Invariants: sequences are accepted exactly in order 1, 2, …, so `accepted` holds every sequence
 // up to `lastSequence`; each accepted sequence keeps the digest of its exact envelope (an exact
 // duplicate is answered from here, an altered one refused) and, once the host has one, its signed
-// result; `fences` holds the highest provider fence accepted per Environment. The state is a plain
-// immutable JSON value passed in and returned, never held here, so a journal can persist it and a
-// restarted host parses it back with `parseAcceptanceState` and replays exactly.
+// result; `fences` holds the highest provider fence accepted per Environment by a mutating
+// operation (provision, renew, release). The state is a plain immutable JSON value passed in and
+// returned, never held here, so a journal can persist it and a restarted host parses it back with
+// `parseAcceptanceState` and replays exactly.
 import { z } from 'zod';
 import { HostResultRefusedError } from './errors.ts';
 import { hostResultWireSchema, type HostResultWire } from './host-result.ts';
@@ -60,20 +61,32 @@ export function highestFence(state: AcceptanceState, environmentId: string): num
   return state.fences.find((f) => f.environmentId === environmentId)?.providerFence ?? 0;
 }
 
-/** The state after accepting one envelope at lastSequence + 1 (the caller has checked it all). */
+/**
+ * The state after accepting one envelope at lastSequence + 1 (the caller has checked it all).
+ * `raisesFence` is false for a read (describe, listOwned) and for an envelope the host declined:
+ * neither changes anything, so neither moves the Environment's fence.
+ */
 export function withAccepted(
   state: AcceptanceState,
-  entry: { envelopeDigest: string; operationId: string; environmentId: string; providerFence: number },
+  entry: {
+    envelopeDigest: string;
+    operationId: string;
+    environmentId: string;
+    providerFence: number;
+    raisesFence: boolean;
+  },
 ): AcceptanceState {
   const sequence = state.lastSequence + 1;
+  const accepted = [
+    ...state.accepted,
+    { sequence, envelopeDigest: entry.envelopeDigest, operationId: entry.operationId, result: null },
+  ];
+  if (!entry.raisesFence) return deepFreeze({ lastSequence: sequence, accepted, fences: state.fences });
   const others = state.fences.filter((f) => f.environmentId !== entry.environmentId);
   const fence = Math.max(highestFence(state, entry.environmentId), entry.providerFence);
   return deepFreeze({
     lastSequence: sequence,
-    accepted: [
-      ...state.accepted,
-      { sequence, envelopeDigest: entry.envelopeDigest, operationId: entry.operationId, result: null },
-    ],
+    accepted,
     fences: [...others, { environmentId: entry.environmentId, providerFence: fence }].sort((a, b) =>
       a.environmentId < b.environmentId ? -1 : a.environmentId > b.environmentId ? 1 : 0,
     ),

@@ -9,8 +9,12 @@
 //   stored envelope's digest, and only once: the same result again is an idempotent replay, a
 //   different one for the same envelope is refused (`result-conflict`) and changes nothing;
 // - the control plane never signs an envelope the host would refuse for a reason known here: the
-//   signer must be the current persisted control key, valid now, and the fence may not fall below
-//   one already issued for the Environment on that host (a refused envelope would stall the host).
+//   signer must be the current persisted control key, valid now, and the fence of a mutating kind
+//   (provision, renew, release) may not fall below one already issued by a mutating kind for the
+//   Environment on that host. Reads (describe, listOwned) change nothing, so their fence is neither
+//   checked nor counted: a read with a foreign fence never locks out the lease's real one. An
+//   envelope the host declines anyway (it expired in transit) is answered with a signed refusal
+//   and stored as Reported like any result, so nothing stalls.
 import { createPublicKey } from 'node:crypto';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import type { Database } from '../../store/db.ts';
@@ -26,7 +30,13 @@ import { lockHost, readHostResultKeys } from '../../store/sandbox-hosts.ts';
 import type { ControlHandlers } from './control-listener.ts';
 import { MAX_ENVELOPES_PER_ANSWER } from './control-wire.ts';
 import { HostEnrollmentError } from './enrollment-errors.ts';
-import { envelopeWireSchema, firstIssue, type OperationKind } from './envelope-schema.ts';
+import {
+  envelopeWireSchema,
+  firstIssue,
+  isMutatingKind,
+  MUTATING_KINDS,
+  type OperationKind,
+} from './envelope-schema.ts';
 import { envelopeDigest, type EnvelopeSigner, type EnvelopeWire, signEnvelope } from './envelope.ts';
 import { EnvelopeSigningError, HostResultRefusedError } from './errors.ts';
 import { type HostVerificationKey, hostResultWireSchema, verifyHostResult } from './host-result.ts';
@@ -159,8 +169,8 @@ export async function issueAssignment(
     }
     const raced = await readAssignmentByOperation(tx, request.hostId, request.operation.id);
     if (raced !== null) return replayOf(raced, request);
-    const high = await readHostHighWater(tx, request.hostId, request.lease.environmentId);
-    if (request.fence.providerFence < high.highestFence) {
+    const high = await readHostHighWater(tx, request.hostId, request.lease.environmentId, MUTATING_KINDS);
+    if (isMutatingKind(request.operation.kind) && request.fence.providerFence < high.highestFence) {
       throw new AssignmentStaleFenceError(
         `fence ${request.fence.providerFence} is below ${high.highestFence} issued for the Environment`,
       );

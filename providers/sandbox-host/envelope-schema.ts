@@ -13,8 +13,19 @@ import {
   SIGNATURE_PATTERN,
 } from './signing.ts';
 
-export const OPERATION_KINDS = ['provision', 'describe', 'release', 'listOwned'] as const;
+export const OPERATION_KINDS = ['provision', 'renew', 'describe', 'release', 'listOwned'] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
+
+/**
+ * The kinds that change a lease's resources. Only these are fenced: their provider fence must not
+ * fall below the highest accepted for the Environment, and only they raise it. Reads (`describe`,
+ * `listOwned`) change nothing, so their fence neither locks out nor is checked.
+ */
+export const MUTATING_KINDS = ['provision', 'renew', 'release'] as const satisfies readonly OperationKind[];
+
+export function isMutatingKind(kind: OperationKind): boolean {
+  return (MUTATING_KINDS as readonly OperationKind[]).includes(kind);
+}
 
 const id = z.string().min(1).max(256);
 const positive = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);

@@ -183,7 +183,6 @@ describe('verifyEnvelope refusals', () => {
     ['a wire key version unlike the body', () => ({ ...sign(1), keyVersion: 2 }), 'malformed'],
     ['not an object', () => 'envelope', 'malformed'],
     ['another host', () => sign(1, { hostId: 'host-b' }), 'wrong-host'],
-    ['an expired envelope', () => sign(1), 'expired', { now: at(60_000) }],
     ['a gap before the first', () => sign(2), 'sequence-gap'],
     ['a revoked epoch', () => sign(1), 'epoch-revoked', { trust: epoch(2) }],
     [
@@ -211,13 +210,16 @@ describe('verifyEnvelope refusals', () => {
   it('expires at the boundary: one millisecond before expiresAt verifies, expiresAt itself does not', () => {
     expect(verify(sign(1), undefined, undefined, at(59_999)).verdict).toBe('accepted');
     const verdict = verify(sign(1), undefined, undefined, at(60_000));
-    expect(verdict.verdict === 'refused' && verdict.code).toBe('expired');
+    expect(verdict.verdict === 'declined' && verdict.code).toBe('expired');
   });
 
   it('refuses a sequence that skips ahead, and a refusal consumes no sequence number', () => {
     const one = accepted(verify(sign(1)));
     expect(refusal(verify(sign(3), one))).toBe('sequence-gap');
-    expect(refusal(verify(sign(2, { fence: { providerFence: 1 } }), one))).toBe('stale-fence');
+    expect(refusal(verify(sign(3), one, undefined, at(60_000)))).toBe('sequence-gap');
+    expect(refusal(verify(sign(1, { tenantId: 'tenant-2' }), one, undefined, at(60_000)))).toBe(
+      'altered-duplicate',
+    );
     expect(accepted(verify(sign(2), one)).lastSequence).toBe(2);
   });
 
@@ -241,7 +243,7 @@ describe('verifyEnvelope refusals', () => {
 
   it('refuses a fence below the highest accepted for the lease, per Environment', () => {
     const s1 = accepted(verify(sign(1, { fence: { providerFence: 5 } })));
-    expect(refusal(verify(sign(2, { fence: { providerFence: 4 } }), s1))).toBe('stale-fence');
+    expect(refusal(verify(sign(2, { fence: { providerFence: 4 } }), s1))).toBe('declined:stale-fence');
     const otherEnv = { environmentId: 'env-2', operationId: 'op-lease-2', resourceGeneration: 1 };
     expect(verify(sign(2, { fence: { providerFence: 4 }, lease: otherEnv }), s1).verdict).toBe('accepted');
     const s2 = accepted(verify(sign(2, { fence: { providerFence: 5 } }), s1));
@@ -250,8 +252,56 @@ describe('verifyEnvelope refusals', () => {
   });
 });
 
+describe('declined envelopes (authentic and next, answered with a refusal)', () => {
+  function declined(verdict: EnvelopeVerdict) {
+    if (verdict.verdict !== 'declined') throw new Error(`expected declined, got ${verdict.verdict}`);
+    return verdict;
+  }
+
+  it('declines an expired envelope at the next sequence: the sequence is consumed, no fence moves', () => {
+    const one = accepted(verify(sign(1)));
+    const late = sign(2, { fence: { providerFence: 8 } });
+    const verdict = declined(verify(late, one, undefined, at(60_000)));
+    expect(verdict.code).toBe('expired');
+    expect(verdict.error.code).toBe('expired');
+    expect(verdict.body.sequence).toBe(2);
+    expect(verdict.state.lastSequence).toBe(2);
+    expect(verdict.state.accepted[1]).toMatchObject({ operationId: 'op-2', result: null });
+    expect(verdict.state.fences).toEqual([{ environmentId: 'env-1', providerFence: 3 }]);
+    // The next envelope proceeds, and the declined one is an exact replay across a JSON round trip.
+    const persisted = parseAcceptanceState(JSON.stringify(verdict.state));
+    expect(accepted(verify(sign(3), persisted)).lastSequence).toBe(3);
+    expect(verify(late, persisted, undefined, at(60_000)).verdict).toBe('replay');
+  });
+
+  it('declines a stale fence of a mutating kind at the next sequence', () => {
+    const one = accepted(verify(sign(1, { fence: { providerFence: 5 } })));
+    for (const kind of ['provision', 'renew', 'release'] as const) {
+      const wire = sign(2, { fence: { providerFence: 4 }, operation: { id: 'op-2', kind } });
+      const verdict = declined(verify(wire, one));
+      expect(verdict.code).toBe('stale-fence');
+      expect(verdict.state.fences).toEqual(one.fences);
+    }
+  });
+
+  it('neither checks nor raises the fence for reads', () => {
+    const one = accepted(verify(sign(1, { fence: { providerFence: 3 } })));
+    const describe = { operation: { id: 'op-2', kind: 'describe' as const } };
+    const high = accepted(verify(sign(2, { ...describe, fence: { providerFence: 9 } }), one));
+    expect(high.fences).toEqual([{ environmentId: 'env-1', providerFence: 3 }]);
+    const list = { operation: { id: 'op-3', kind: 'listOwned' as const } };
+    const low = accepted(verify(sign(3, { ...list, fence: { providerFence: 1 } }), high));
+    expect(low.fences).toEqual(high.fences);
+    // The lease's real fence still proceeds after a read carrying a higher one.
+    const renew = { operation: { id: 'op-4', kind: 'renew' as const } };
+    const s4 = accepted(verify(sign(4, { ...renew, fence: { providerFence: 3 } }), low));
+    expect(s4.lastSequence).toBe(4);
+  });
+});
+
 function refusal(verdict: EnvelopeVerdict): string {
-  return verdict.verdict === 'refused' ? verdict.code : verdict.verdict;
+  if (verdict.verdict === 'refused') return verdict.code;
+  return verdict.verdict === 'declined' ? `declined:${verdict.code}` : verdict.verdict;
 }
 function setLease(body: Record<string, unknown>, resourceGeneration: number): void {
   body.lease = { ...(body.lease as object), resourceGeneration };

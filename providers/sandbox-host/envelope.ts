@@ -3,8 +3,11 @@
 // the trust, the host's acceptance state and the time, and gets back a verdict with the next state
 // to persist. Order matters and is fixed: shape, binding, exact duplicate (replay, answered from
 // the journal even once the envelope has expired or its key retired, since it causes no new
-// effect), then key, signature, key validity, epoch, expiry, altered duplicate, sequence and fence.
-// A refusal never changes the state, so a refused envelope consumes no sequence number.
+// effect), then key, signature, key validity, epoch, altered duplicate and sequence: a refusal
+// there never changes the state and consumes no sequence number. An envelope that passes all of
+// those is authentic and exactly next, so the two checks after them (expiry, then the fence of a
+// mutating kind) decline it instead: the verdict carries the next state, consuming the sequence
+// without raising any fence, and the host answers it with a signed refusal and runs no effect.
 import type { KeyObject } from 'node:crypto';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { acceptedAt, type AcceptanceState, highestFence, withAccepted } from './acceptance-state.ts';
@@ -14,11 +17,17 @@ import {
   type EnvelopeWire,
   envelopeWireSchema,
   firstIssue,
+  isMutatingKind,
   legacyBindingPath,
   looseWireSchema,
   type OperationKind,
 } from './envelope-schema.ts';
-import { type EnvelopeRefusalCode, EnvelopeRefusedError, EnvelopeSigningError } from './errors.ts';
+import {
+  type AnsweredRefusalCode,
+  type EnvelopeRefusalCode,
+  EnvelopeRefusedError,
+  EnvelopeSigningError,
+} from './errors.ts';
 import type { HostResultWire } from './host-result.ts';
 import { documentDigest, isEd25519Key, PROTOCOL, signCanonical, verifyCanonical } from './signing.ts';
 import { keyValidAt, trustedKey, type VerificationTrust } from './trust.ts';
@@ -102,11 +111,24 @@ export type EnvelopeVerdict =
       result: HostResultWire | null;
       state: AcceptanceState;
     }
+  | {
+      /**
+       * Authentic and exactly next, but refused (expired, or a stale fence): `state` consumes the
+       * sequence and raises no fence; the host journals it with a signed refusal and no effect.
+       */
+      verdict: 'declined';
+      code: Extract<AnsweredRefusalCode, EnvelopeRefusalCode>;
+      error: EnvelopeRefusedError;
+      body: EnvelopeBody;
+      envelopeDigest: string;
+      state: AcceptanceState;
+    }
   | { verdict: 'refused'; code: EnvelopeRefusalCode; error: EnvelopeRefusedError; state: AcceptanceState };
 
 /**
  * Verifies one envelope as received (any JSON value) at `now`. Never throws on input: every
- * refusal is a verdict with a stable code, and only an accepted verdict carries a new state.
+ * refusal is a verdict with a stable code, and only an accepted or declined verdict carries a new
+ * state.
  */
 export function verifyEnvelope(
   wire: unknown,
@@ -158,24 +180,34 @@ export function verifyEnvelope(
   if (body.revocationEpoch > trust.revocationEpoch) {
     return refuse('epoch-unknown', `epoch ${body.revocationEpoch} is above ${trust.revocationEpoch}`);
   }
-  if (now.getTime() >= Date.parse(body.expiresAt)) return refuse('expired', 'expiresAt has passed');
-
   if (prior !== undefined) {
     return refuse('altered-duplicate', `sequence ${body.sequence} was accepted with other bytes`);
   }
   if (body.sequence !== state.lastSequence + 1) {
     return refuse('sequence-gap', `sequence ${body.sequence} where ${state.lastSequence + 1} was due`);
   }
-  const highest = highestFence(state, body.lease.environmentId);
-  if (body.fence.providerFence < highest) {
-    return refuse('stale-fence', `fence ${body.fence.providerFence} is below ${highest} for the lease`);
-  }
 
-  const next = withAccepted(state, {
+  const entry = {
     envelopeDigest: digest,
     operationId: body.operation.id,
     environmentId: body.lease.environmentId,
     providerFence: body.fence.providerFence,
+  };
+  const decline = (code: 'expired' | 'stale-fence', message: string): EnvelopeVerdict => ({
+    verdict: 'declined',
+    code,
+    error: new EnvelopeRefusedError(code, message),
+    body,
+    envelopeDigest: digest,
+    state: withAccepted(state, { ...entry, raisesFence: false }),
   });
+  if (now.getTime() >= Date.parse(body.expiresAt)) return decline('expired', 'expiresAt has passed');
+  const mutating = isMutatingKind(body.operation.kind);
+  const highest = highestFence(state, body.lease.environmentId);
+  if (mutating && body.fence.providerFence < highest) {
+    return decline('stale-fence', `fence ${body.fence.providerFence} is below ${highest} for the lease`);
+  }
+
+  const next = withAccepted(state, { ...entry, raisesFence: mutating });
   return { verdict: 'accepted', body, envelopeDigest: digest, state: next };
 }

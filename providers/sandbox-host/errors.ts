@@ -22,6 +22,15 @@ export const ENVELOPE_REFUSAL_CODES = [
 ] as const;
 export type EnvelopeRefusalCode = (typeof ENVELOPE_REFUSAL_CODES)[number];
 
+/**
+ * Refusals of an authentic envelope at exactly the next sequence that the host answers: it journals
+ * the envelope as accepted with a signed `failed` result (document `{ code: 'refused', refusal,
+ * message }`) and runs no effect, so the sequence is consumed and the host does not stall.
+ * `lease-quarantined` is the host's own (host-errors.ts); every other refusal stays unanswered.
+ */
+export const ANSWERED_REFUSAL_CODES = ['expired', 'stale-fence', 'lease-quarantined'] as const;
+export type AnsweredRefusalCode = (typeof ANSWERED_REFUSAL_CODES)[number];
+
 const ENVELOPE_TITLES: Readonly<Record<EnvelopeRefusalCode, HostProblem>> = {
   malformed: { status: 400, title: 'Assignment envelope malformed' },
   'legacy-binding': { status: 400, title: 'Assignment envelope has a legacy or zero binding' },

@@ -30,6 +30,14 @@ export class HostMisconfiguredError extends fixedCodeError({
   subject: 'reference host misconfigured',
 }) {}
 
+/** The journal directory is locked by another host (in this process or a live one). */
+export class HostJournalLockedError extends fixedCodeError({
+  code: 'host-journal-locked',
+  status: 409,
+  title: 'Reference host journal directory locked',
+  subject: 'host journal locked',
+}) {}
+
 /** An envelope for an Environment whose earlier operation is uncertain; cleared only by an operator. */
 export class LeaseQuarantinedError extends fixedCodeError({
   code: 'lease-quarantined',

@@ -5,8 +5,8 @@
 // created. Loading tolerates one thing only: an unterminated last line (a write torn by a crash;
 // its append never returned, so nothing after it happened) is dropped and cut off the file before
 // anything is appended. Any other malformed or inconsistent line refuses the start.
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import {
   acceptedAt,
@@ -16,12 +16,15 @@ import {
   withAccepted,
 } from './acceptance-state.ts';
 import { envelopeDigest } from './envelope.ts';
-import { envelopeWireSchema, firstIssue } from './envelope-schema.ts';
-import { HostJournalCorruptError, HostStoppedError } from './host-errors.ts';
+import { envelopeWireSchema, firstIssue, isMutatingKind } from './envelope-schema.ts';
+import { ANSWERED_REFUSAL_CODES } from './errors.ts';
+import { HostJournalCorruptError, HostJournalLockedError, HostStoppedError } from './host-errors.ts';
 import { hostResultWireSchema, type HostResultWire } from './host-result.ts';
 import { isCanonicalInstant, SHA256_HEX_PATTERN } from './signing.ts';
 
 export const JOURNAL_FILE = 'journal.jsonl';
+/** The journal directory's lock: created exclusively, holding the owning process id. */
+export const LOCK_FILE = 'host.lock';
 
 const positive = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const id = z.string().min(1).max(256);
@@ -29,13 +32,20 @@ const sha256 = z.string().regex(SHA256_HEX_PATTERN);
 const instant = z.string().refine(isCanonicalInstant, 'a canonical ISO instant');
 
 export const journalEntrySchema = z.discriminatedUnion('type', [
-  /** An envelope passed verification; `wire` is the exact envelope, so replay answers it exactly. */
+  /**
+   * An envelope passed verification; `wire` is the exact envelope, so replay answers it exactly.
+   * `declined`: authentic and next, but refused; it consumes the sequence, raises no fence, and is
+   * followed by a signed `failed` result and never by an intent.
+   */
   z.strictObject({
     type: z.literal('accepted'),
     at: instant,
     sequence: positive,
     envelopeDigest: sha256,
     wire: envelopeWireSchema,
+    declined: z
+      .strictObject({ code: z.enum(ANSWERED_REFUSAL_CODES), message: z.string().min(1).max(1024) })
+      .optional(),
   }),
   /** Written before the effect starts: from here until a result, the outcome is uncertain. */
   z.strictObject({
@@ -67,6 +77,12 @@ export const journalEntrySchema = z.discriminatedUnion('type', [
   }),
 ]);
 export type JournalEntry = z.infer<typeof journalEntrySchema>;
+type DeclinedCode = (typeof ANSWERED_REFUSAL_CODES)[number];
+
+/** The document of a declined envelope's signed `failed` result. */
+export function refusalDocument(declined: { code: DeclinedCode; message: string }): Record<string, unknown> {
+  return { code: 'refused', refusal: declined.code, message: declined.message };
+}
 
 /** A quarantine in force: the uncertain operation and the Environment it holds. */
 export interface Quarantine {
@@ -81,9 +97,23 @@ export interface JournalReplay {
   readonly state: AcceptanceState;
   /** Sequences with a started intent and neither a result nor a quarantine: outcome unknown. */
   readonly openIntents: readonly { sequence: number; operationId: string; environmentId: string }[];
-  /** Sequences accepted with no intent and no result: no effect ever started. */
-  readonly notStarted: readonly { sequence: number; operationId: string }[];
+  /**
+   * Sequences accepted with no intent and no result: no effect ever started. `declined` carries the
+   * refusal the host had decided on, to be answered as such.
+   */
+  readonly notStarted: readonly {
+    sequence: number;
+    operationId: string;
+    declined?: { code: DeclinedCode; message: string };
+  }[];
   readonly quarantines: readonly Quarantine[];
+}
+
+function isRefusalOf(wire: HostResultWire, code: DeclinedCode): boolean {
+  const { outcome } = wire.body;
+  return (
+    outcome.status === 'failed' && outcome.document.code === 'refused' && outcome.document.refusal === code
+  );
 }
 
 function corrupt(line: number, message: string, cause?: unknown): HostJournalCorruptError {
@@ -94,6 +124,7 @@ function corrupt(line: number, message: string, cause?: unknown): HostJournalCor
 export function replayJournal(entries: readonly JournalEntry[]): JournalReplay {
   let state = emptyAcceptanceState();
   const environments = new Map<number, string>();
+  const declined = new Map<number, { code: DeclinedCode; message: string }>();
   const intents = new Set<number>();
   const quarantines = new Map<string, Quarantine>();
   entries.forEach((entry, i) => {
@@ -112,8 +143,10 @@ export function replayJournal(entries: readonly JournalEntry[]): JournalReplay {
         operationId: body.operation.id,
         environmentId: body.lease.environmentId,
         providerFence: body.fence.providerFence,
+        raisesFence: entry.declined === undefined && isMutatingKind(body.operation.kind),
       });
       environments.set(entry.sequence, body.lease.environmentId);
+      if (entry.declined !== undefined) declined.set(entry.sequence, entry.declined);
       return;
     }
     if (prior === undefined) throw corrupt(line, `${entry.type} for unaccepted sequence ${entry.sequence}`);
@@ -123,6 +156,9 @@ export function replayJournal(entries: readonly JournalEntry[]): JournalReplay {
       }
       if (intents.has(entry.sequence) || prior.result !== null) {
         throw corrupt(line, `second intent for sequence ${entry.sequence}`);
+      }
+      if (declined.has(entry.sequence)) {
+        throw corrupt(line, `intent for declined sequence ${entry.sequence}`);
       }
       intents.add(entry.sequence);
       return;
@@ -153,6 +189,10 @@ export function replayJournal(entries: readonly JournalEntry[]): JournalReplay {
         since: entry.at,
       });
     }
+    const refusal = declined.get(entry.sequence);
+    if (refusal !== undefined && !isRefusalOf(entry.wire, refusal.code)) {
+      throw corrupt(line, `result of declined sequence ${entry.sequence} is not its signed refusal`);
+    }
     try {
       state = recordResult(state, entry.sequence, entry.wire);
     } catch (error) {
@@ -167,7 +207,12 @@ export function replayJournal(entries: readonly JournalEntry[]): JournalReplay {
       const environmentId = environments.get(accepted.sequence) ?? '';
       openIntents.push({ sequence: accepted.sequence, operationId: accepted.operationId, environmentId });
     } else {
-      notStarted.push({ sequence: accepted.sequence, operationId: accepted.operationId });
+      const refusal = declined.get(accepted.sequence);
+      notStarted.push({
+        sequence: accepted.sequence,
+        operationId: accepted.operationId,
+        ...(refusal === undefined ? {} : { declined: refusal }),
+      });
     }
   }
   return { state, openIntents, notStarted, quarantines: [...quarantines.values()] };
@@ -269,4 +314,98 @@ export class HostJournal {
 /** The signed result recorded for a sequence, if the state has one. */
 export function savedResult(state: AcceptanceState, sequence: number): HostResultWire | null {
   return acceptedAt(state, sequence)?.result ?? null;
+}
+
+/** Journal directories locked by this process: a second open in the same process is refused too. */
+const heldHere = new Set<string>();
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as { code?: unknown }).code === 'EPERM';
+  }
+}
+
+async function createLock(path: string): Promise<boolean> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'wx');
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'EEXIST') return false;
+    throw error;
+  }
+  try {
+    await handle.writeFile(`${process.pid}\n`, 'utf8');
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return true;
+}
+
+/** A held journal directory lock; `release` removes the lock file (once). */
+export interface JournalLock {
+  readonly path: string;
+  release(): Promise<void>;
+}
+
+/**
+ * One host per journal directory. Takes `host.lock` exclusively (O_EXCL), writing this process's
+ * id. A lock held in this process, or by a live process, is refused (HostJournalLockedError,
+ * naming the directory); a lock whose process is gone is stale and taken over. A lock file that
+ * names no process (being written, or torn) is treated as held: the operator removes it.
+ */
+export async function acquireJournalLock(dir: string): Promise<JournalLock> {
+  const directory = resolve(dir);
+  if (heldHere.has(directory)) {
+    throw new HostJournalLockedError(`journal directory ${directory} is already open in this process`);
+  }
+  await mkdir(directory, { recursive: true });
+  const path = join(directory, LOCK_FILE);
+  heldHere.add(directory);
+  try {
+    if (!(await createLock(path))) {
+      const text = await readFile(path, 'utf8').catch(() => '');
+      const pid = /^\d+\n?$/.test(text) ? Number(text.trim()) : NaN;
+      if (!Number.isSafeInteger(pid) || pid <= 0) {
+        throw new HostJournalLockedError(
+          `journal directory ${directory} has a lock file naming no process; remove ${LOCK_FILE} if no host runs`,
+        );
+      }
+      if (pid !== process.pid && processAlive(pid)) {
+        throw new HostJournalLockedError(
+          `journal directory ${directory} is locked by running process ${pid}`,
+        );
+      }
+      // Stale: its process is gone (or it is this process's, from a host never closed here).
+      await unlink(path).catch((error: unknown) => {
+        if ((error as { code?: unknown }).code !== 'ENOENT') throw error;
+      });
+      if (!(await createLock(path))) {
+        throw new HostJournalLockedError(`journal directory ${directory} was locked by another process`);
+      }
+    }
+    await syncDirectory(directory);
+  } catch (error) {
+    heldHere.delete(directory);
+    throw error;
+  }
+  let released = false;
+  return {
+    path,
+    async release() {
+      if (released) return;
+      released = true;
+      try {
+        await unlink(path);
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'ENOENT') throw error;
+      } finally {
+        heldHere.delete(directory);
+      }
+    },
+  };
 }

@@ -6,14 +6,20 @@
 //   is answered with the journaled result and causes no second effect;
 // - fail closed: an intent with no result (the host stopped in between, or the effect threw) is
 //   never run again. It becomes an explicit `uncertain` result and a quarantine of its Environment,
-//   and every later envelope for that Environment is refused (`lease-quarantined`) until an
-//   operator confirms the cleanup (journaled, with who and when);
+//   and every later envelope for that Environment (listOwned aside, which reports it as uncertain)
+//   is declined (`lease-quarantined`) until an operator confirms the cleanup (journaled, with who
+//   and when);
+// - no stall: an authentic envelope at exactly the next sequence that is declined (expired, a stale
+//   fence, a quarantined lease) is journaled as accepted with a signed `failed` refusal and no
+//   intent and no effect, so its sequence is consumed and replays answer it like any result. Only
+//   what is not authentic or not next (a gap, an altered duplicate) stays unanswered;
+// - one host per journal directory: open takes the directory's lock file, close removes it.
 // - a journal write that fails stops the host (HostStoppedError): it must restart over the journal.
 // The effects are simulated (host-effects.ts): no guest or VM runs. This proves the protocol only.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type AcceptanceState, recordResult } from './acceptance-state.ts';
+import { type AcceptanceState, recordResult, withAccepted } from './acceptance-state.ts';
 import { type EnvelopeBody, verifyEnvelope } from './envelope.ts';
-import type { EnvelopeRefusalCode } from './errors.ts';
+import type { AnsweredRefusalCode, EnvelopeRefusalCode } from './errors.ts';
 import type { EffectOutcome, HostEffects } from './host-effects.ts';
 import {
   CleanupRefusedError,
@@ -23,7 +29,15 @@ import {
   isTransientControlError,
   LeaseQuarantinedError,
 } from './host-errors.ts';
-import { HostJournal, type JournalReplay, type Quarantine, replayJournal } from './host-journal.ts';
+import {
+  acquireJournalLock,
+  HostJournal,
+  type JournalLock,
+  type JournalReplay,
+  type Quarantine,
+  refusalDocument,
+  replayJournal,
+} from './host-journal.ts';
 import {
   type HostResultWire,
   type HostSigner,
@@ -53,9 +67,9 @@ export interface ReferenceHostOptions {
   faults?: { afterIntent?: (sequence: number) => void | Promise<void> };
 }
 
-export type HostRefusalCode = EnvelopeRefusalCode | 'lease-quarantined' | 'result-missing';
+export type HostRefusalCode = EnvelopeRefusalCode | 'result-missing';
 
-/** A refused envelope, kept in memory for the operator (never journaled as accepted). */
+/** A refused, unanswered envelope, kept in memory for the operator (never journaled). */
 export interface HostRefusal {
   readonly sequence: number | null;
   readonly code: HostRefusalCode;
@@ -67,6 +81,9 @@ export interface StepReport {
   fetched: number;
   accepted: number;
   replayed: number;
+  /** Answered with a signed refusal (journaled; the sequence is consumed, no effect ran). */
+  declined: number;
+  /** Not answered: not authentic, not for this host, or not the next sequence. */
   refused: number;
   reported: number;
 }
@@ -106,6 +123,11 @@ function sequenceOf(wire: unknown): number | null {
   return typeof sequence === 'number' && Number.isSafeInteger(sequence) ? sequence : null;
 }
 
+/** A copy of the envelope exactly as received, for the journal. */
+function exactWire(wire: unknown): { body: EnvelopeBody; signature: string; keyVersion: number } {
+  return JSON.parse(JSON.stringify(wire)) as { body: EnvelopeBody; signature: string; keyVersion: number };
+}
+
 /** Waits, resolving false instead of throwing when the signal aborts. */
 async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   try {
@@ -130,6 +152,7 @@ export class ReferenceHost {
   private constructor(
     private readonly options: ReferenceHostOptions,
     private readonly journal: HostJournal,
+    private readonly lock: JournalLock,
     replay: JournalReplay,
     /** Bytes of a torn trailing line dropped when the journal was loaded (0 when none). */
     readonly tornBytesDropped: number,
@@ -144,14 +167,23 @@ export class ReferenceHost {
     if (options.signer.hostId !== options.hostId) {
       throw new HostMisconfiguredError('the result signer belongs to another host');
     }
-    const { journal, entries, tornBytes } = await HostJournal.open(options.journalDir);
+    const lock = await acquireJournalLock(options.journalDir);
+    let opened: Awaited<ReturnType<typeof HostJournal.open>>;
+    try {
+      opened = await HostJournal.open(options.journalDir);
+    } catch (error) {
+      await lock.release();
+      throw error;
+    }
+    const { journal, entries, tornBytes } = opened;
     try {
       const replay = replayJournal(entries);
-      const host = new ReferenceHost(options, journal, replay, tornBytes);
+      const host = new ReferenceHost(options, journal, lock, replay, tornBytes);
       await host.recover(replay);
       return host;
     } catch (error) {
       await journal.close();
+      await lock.release();
       throw error;
     }
   }
@@ -186,7 +218,14 @@ export class ReferenceHost {
   step(signal: AbortSignal): Promise<StepReport> {
     return this.exclusive(async () => {
       signal.throwIfAborted();
-      const report: StepReport = { fetched: 0, accepted: 0, replayed: 0, refused: 0, reported: 0 };
+      const report: StepReport = {
+        fetched: 0,
+        accepted: 0,
+        replayed: 0,
+        declined: 0,
+        refused: 0,
+        reported: 0,
+      };
       await this.flushPending(signal, report);
       const wires = await this.options.control.fetchAssignments(this.stateValue.lastSequence, signal);
       report.fetched = wires.length;
@@ -254,9 +293,14 @@ export class ReferenceHost {
     });
   }
 
+  /** Waits for the work in hand, closes the journal and removes the directory's lock. */
   async close(): Promise<void> {
     await this.queue.catch(() => undefined);
-    await this.journal.close();
+    try {
+      await this.journal.close();
+    } finally {
+      await this.lock.release();
+    }
   }
 
   // ---- inside ----
@@ -311,17 +355,76 @@ export class ReferenceHost {
       await this.report(body.sequence, verdict.result, signal, report);
       return;
     }
-    const held = this.quarantineMap.get(body.lease.environmentId);
+    if (verdict.verdict === 'declined') {
+      const declined = { code: verdict.code, message: verdict.error.message };
+      const result = await this.durably(() =>
+        this.decline(body, verdict.envelopeDigest, verdict.state, wire, declined),
+      );
+      report.declined++;
+      await this.report(body.sequence, result, signal, report);
+      return;
+    }
+    // listOwned names no lease (its Environment is a placeholder) and lists quarantines as uncertain.
+    const held =
+      body.operation.kind === 'listOwned' ? undefined : this.quarantineMap.get(body.lease.environmentId);
     if (held !== undefined) {
       const error = new LeaseQuarantinedError(
         `environment ${body.lease.environmentId} is held by uncertain operation ${held.operationId} until an operator confirms cleanup`,
       );
-      this.refuse(body.sequence, error.code, error.message, report);
+      // Authentic and next: the sequence is consumed with a signed refusal, and no fence moves.
+      const next = withAccepted(this.stateValue, {
+        envelopeDigest: verdict.envelopeDigest,
+        operationId: body.operation.id,
+        environmentId: body.lease.environmentId,
+        providerFence: body.fence.providerFence,
+        raisesFence: false,
+      });
+      const declined = { code: 'lease-quarantined' as const, message: error.message };
+      const result = await this.durably(() =>
+        this.decline(body, verdict.envelopeDigest, next, wire, declined),
+      );
+      report.declined++;
+      await this.report(body.sequence, result, signal, report);
       return;
     }
     const result = await this.durably(() => this.accept(body, verdict.envelopeDigest, verdict.state, wire));
     report.accepted++;
     await this.report(body.sequence, result, signal, report);
+  }
+
+  /** The exact envelope on disk as accepted (declined, when answered with a refusal), then in memory. */
+  private async journalAccepted(
+    sequence: number,
+    digest: string,
+    next: AcceptanceState,
+    wire: unknown,
+    declined?: { code: AnsweredRefusalCode; message: string },
+  ): Promise<void> {
+    await this.journal.append({
+      type: 'accepted',
+      at: this.nowIso(),
+      sequence,
+      envelopeDigest: digest,
+      wire: exactWire(wire),
+      ...(declined === undefined ? {} : { declined }),
+    });
+    this.stateValue = next;
+  }
+
+  /** Accepted (declined) → signed `failed` refusal, each journaled; no intent, no effect. */
+  private async decline(
+    body: EnvelopeBody,
+    digest: string,
+    next: AcceptanceState,
+    wire: unknown,
+    declined: { code: AnsweredRefusalCode; message: string },
+  ): Promise<HostResultWire> {
+    const { sequence } = body;
+    await this.journalAccepted(sequence, digest, next, wire, declined);
+    const result = this.sign(body.operation.id, digest, 'failed', refusalDocument(declined));
+    await this.journal.append({ type: 'result', at: this.nowIso(), sequence, wire: result });
+    this.stateValue = recordResult(this.stateValue, sequence, result);
+    return result;
   }
 
   /** Accepted → intent → effect → signed result, each journaled before the next begins. */
@@ -332,19 +435,7 @@ export class ReferenceHost {
     wire: unknown,
   ): Promise<HostResultWire> {
     const { sequence } = body;
-    const exact = JSON.parse(JSON.stringify(wire)) as {
-      body: EnvelopeBody;
-      signature: string;
-      keyVersion: number;
-    };
-    await this.journal.append({
-      type: 'accepted',
-      at: this.nowIso(),
-      sequence,
-      envelopeDigest: digest,
-      wire: exact,
-    });
-    this.stateValue = next;
+    await this.journalAccepted(sequence, digest, next, wire);
     await this.journal.append({
       type: 'intent',
       at: this.nowIso(),
@@ -371,6 +462,8 @@ export class ReferenceHost {
     switch (body.operation.kind) {
       case 'provision':
         return effects.provision(body);
+      case 'renew':
+        return effects.renew(body);
       case 'describe':
         return effects.describe(body);
       case 'release':
@@ -447,8 +540,10 @@ export class ReferenceHost {
     }
     for (const idle of replay.notStarted) {
       const digest = this.stateValue.accepted[idle.sequence - 1]?.envelopeDigest ?? '';
-      // No intent was journaled, so no effect began: the answer is a certain "not started".
-      const result = this.sign(idle.operationId, digest, 'failed', { code: 'not-started' });
+      // No intent was journaled, so no effect began: the answer is a certain "not started", or the
+      // refusal the host had already decided on for a declined envelope.
+      const document = idle.declined === undefined ? { code: 'not-started' } : refusalDocument(idle.declined);
+      const result = this.sign(idle.operationId, digest, 'failed', document);
       await this.durably(() =>
         this.journal.append({ type: 'result', at: this.nowIso(), sequence: idle.sequence, wire: result }),
       );

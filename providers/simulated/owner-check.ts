@@ -1,26 +1,11 @@
 // Ownership as the simulated provider enforces it: the stored binding must equal the caller's in
 // every field, the way the Kubernetes adapter compares every ownership label and the UID.
-import { canonicalJson } from '../../lib/canonical-json.ts';
 import { definitive, ownership } from '../errors.ts';
+import { sameOwner } from '../owner-binding.ts';
 import type { OwnerBinding } from '../provider.ts';
 
-/** Copies exactly the binding's fields, so stray properties of a caller's object are never stored. */
-export function pickOwner(owner: OwnerBinding): OwnerBinding {
-  return {
-    tenantId: owner.tenantId,
-    projectId: owner.projectId,
-    runId: owner.runId,
-    environmentId: owner.environmentId,
-    ownerHash: owner.ownerHash,
-    lifecycleGeneration: owner.lifecycleGeneration,
-    resourceGeneration: owner.resourceGeneration,
-    providerFence: owner.providerFence,
-    operationId: owner.operationId,
-  };
-}
-
 export function assertOwnedBy(stored: OwnerBinding, expected: OwnerBinding, resourceId: string): void {
-  if (canonicalJson(pickOwner(stored)) !== canonicalJson(pickOwner(expected))) {
+  if (!sameOwner(stored, expected)) {
     throw ownership(
       'owner-mismatch',
       `Simulated resource ${resourceId} belongs to operation ${stored.operationId} under another owner binding`,

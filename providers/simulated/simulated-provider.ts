@@ -40,7 +40,8 @@ import type {
 import { FaultInjector, type FaultDecision, type InjectedFault } from './fault-injector.ts';
 import type { FaultPlan, ProviderOperation } from './fault-plan.ts';
 import { simulatedIdentity } from './identity.ts';
-import { assertOwnedBy, pickOwner, validateOwner } from './owner-check.ts';
+import { pickOwner } from '../owner-binding.ts';
+import { assertOwnedBy, validateOwner } from './owner-check.ts';
 
 export interface SimulatedProviderOptions {
   db: Database;

@@ -2,9 +2,12 @@
 // serves envelopes signed with a test control key and records what the host reports. Covers the
 // simulated effects and their signed results, exact lost-ack replay (also across a host restart),
 // a crash between intent and result (quarantine, no second effect, operator cleanup, then
-// reassignment), a torn journal tail, envelope refusals that are never journaled, and the poll
-// loop's abort and bounded retry. The effects are local records: nothing here runs a guest.
+// reassignment), a torn journal tail, envelope refusals that are never journaled, declined
+// envelopes answered with signed refusals (expired, stale fence, quarantined lease), the journal
+// directory lock, and the poll loop's abort and bounded retry. The effects are local records:
+// nothing here runs a guest.
 import { generateKeyPairSync } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,12 +25,13 @@ import {
   CleanupRefusedError,
   ControlRetriesExhaustedError,
   HostJournalCorruptError,
+  HostJournalLockedError,
 } from '../../providers/sandbox-host/host-errors.ts';
-import { JOURNAL_FILE } from '../../providers/sandbox-host/host-journal.ts';
+import { JOURNAL_FILE, LOCK_FILE } from '../../providers/sandbox-host/host-journal.ts';
 import { type HostResultWire, verifyHostResult } from '../../providers/sandbox-host/host-result.ts';
 import { type ControlPort, ReferenceHost } from '../../providers/sandbox-host/reference-host.ts';
 import { createTrust } from '../../providers/sandbox-host/trust.ts';
-import { envelopeInput, T0, verificationKey } from '../support/sandbox-host-envelopes.ts';
+import { envelopeInput, provisionSpec, T0, verificationKey } from '../support/sandbox-host-envelopes.ts';
 
 const HOST = 'host-ref-1';
 const control = generateKeyPairSync('ed25519');
@@ -39,7 +43,7 @@ const now = () => new Date(T0.getTime() + 1_000);
 
 const fixture = {
   hostId: HOST,
-  effectiveSpec: { image: 'sandbox:1' },
+  effectiveSpec: provisionSpec(),
   capabilitySnapshot: { capabilities: ['process'] },
   leaseOperationId: 'lease-op-1',
   expiresAt: new Date(T0.getTime() + 3_600_000),
@@ -48,9 +52,20 @@ const input = (sequence: number, overrides: Partial<EnvelopeInput> = {}): Envelo
   envelopeInput(fixture, sequence, overrides);
 const sign = (sequence: number, overrides: Partial<EnvelopeInput> = {}, key = control.privateKey) =>
   signEnvelope(input(sequence, overrides), { version: 1, privateKey: key });
-const kind = (k: 'provision' | 'describe' | 'release' | 'listOwned', sequence: number) => ({
+type Kind = 'provision' | 'renew' | 'describe' | 'release' | 'listOwned';
+const SPECS: Record<Kind, Record<string, unknown>> = {
+  provision: provisionSpec(),
+  renew: { expiresAt: '2026-12-02T12:00:00.000Z' },
+  describe: {},
+  release: {},
+  listOwned: { ownerHash: 'a'.repeat(40), providerFence: 3 },
+};
+/** Overrides for an envelope of kind `k` at `sequence`, carrying that kind's spec unless given. */
+const kind = (k: Kind, sequence: number, spec?: Record<string, unknown>): Partial<EnvelopeInput> => ({
   operation: { id: `op-${sequence}`, kind: k },
+  effectiveSpec: spec ?? SPECS[k],
 });
+const docOf = (wire: HostResultWire | undefined) => wire?.body.outcome;
 
 /** The control plane in memory: serves unacknowledged and newer envelopes, records reports. */
 class MemoryControl implements ControlPort {
@@ -98,11 +113,15 @@ class MemoryControl implements ControlPort {
 /** The simulated effects, counted, so a second effect would show. */
 function counted(dir: string) {
   const inner = createLocalRecordEffects(join(dir, 'sandboxes'), now);
-  const calls = { provision: 0, describe: 0, release: 0, listOwned: 0 };
+  const calls = { provision: 0, renew: 0, describe: 0, release: 0, listOwned: 0 };
   const effects: HostEffects = {
     provision: (b) => {
       calls.provision++;
       return inner.provision(b);
+    },
+    renew: (b) => {
+      calls.renew++;
+      return inner.renew(b);
     },
     describe: (b) => {
       calls.describe++;
@@ -186,12 +205,26 @@ describe('reference host effects', () => {
     ctl.queue.push(...envelopes);
     const report = await host.step(signal());
     expect(report).toMatchObject({ fetched: 5, accepted: 5, refused: 0, reported: 5 });
-    expect(calls).toEqual({ provision: 1, describe: 2, release: 1, listOwned: 1 });
+    expect(calls).toEqual({ provision: 1, renew: 0, describe: 2, release: 1, listOwned: 1 });
     const bodies = ctl.reports.map((r, i) => verified(r, envelopes[i] as EnvelopeWire));
     expect(bodies.map((b) => b.outcome.status)).toEqual(Array(5).fill('succeeded'));
-    expect(bodies[0]?.outcome.document).toMatchObject({ created: true, sandbox: { environmentId: 'env-1' } });
+    expect(bodies[0]?.outcome.document).toEqual({
+      created: true,
+      sandbox: {
+        key: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown,
+        owner: provisionSpec().owner,
+        expiresAt: null,
+        tenantId: 'tenant-1',
+        specSha256: envelopes[0]?.body.effectiveSpec.sha256,
+        provisionedBy: 'op-1',
+        createdAt: now().toISOString(),
+      },
+    });
     expect(bodies[1]?.outcome.document).toMatchObject({ found: true });
-    expect(bodies[2]?.outcome.document).toMatchObject({ sandboxes: [{ leaseOperationId: 'lease-op-1' }] });
+    expect(bodies[2]?.outcome.document).toMatchObject({
+      sandboxes: [{ owner: { operationId: 'lease-op-1' } }],
+      uncertain: [],
+    });
     expect(bodies[3]?.outcome.document).toEqual({ released: true, absent: false });
     expect(bodies[4]?.outcome.document).toEqual({ found: false });
     const stdout = bodies[0]?.streams.stdout.map((c) => Buffer.from(c.data, 'base64url').toString()) ?? [];
@@ -256,18 +289,19 @@ describe('crash between intent and result', () => {
     expect(uncertain.outcome).toMatchObject({ status: 'uncertain', document: { code: 'quarantined' } });
     expect(first.calls.provision + second.calls.provision).toBe(0);
 
-    // A new envelope for the same Environment is refused and not journaled, poll after poll.
-    const reassign = sign(2, {
-      lease: { environmentId: 'env-1', operationId: 'lease-op-2', resourceGeneration: 2 },
-      fence: { providerFence: 4 },
+    // A new envelope for the same Environment is declined: a signed refusal consumes its sequence.
+    const lease2 = { environmentId: 'env-1', operationId: 'lease-op-2', resourceGeneration: 2 };
+    const spec2 = provisionSpec({ operationId: 'lease-op-2', resourceGeneration: 2, providerFence: 4 });
+    const held = sign(2, { lease: lease2, fence: { providerFence: 4 }, effectiveSpec: spec2 });
+    ctl.queue.push(held);
+    expect(await host.step(signal())).toMatchObject({ declined: 1, refused: 0, accepted: 0, reported: 1 });
+    expect(verified(ctl.reports.at(-1) as HostResultWire, held).outcome).toMatchObject({
+      status: 'failed',
+      document: { code: 'refused', refusal: 'lease-quarantined' },
     });
-    ctl.queue.push(reassign);
-    for (let i = 0; i < 2; i++) {
-      expect(await host.step(signal())).toMatchObject({ refused: 1, accepted: 0 });
-    }
-    expect(host.refusals.at(-1)).toMatchObject({ sequence: 2, code: 'lease-quarantined' });
-    expect(host.state.lastSequence).toBe(1);
-    expect(await countType('accepted')).toBe(1);
+    expect(await host.step(signal())).toMatchObject({ fetched: 0 });
+    expect(host.state.lastSequence).toBe(2);
+    expect(await countType('intent')).toBe(1);
 
     await expect(host.confirmCleanup('op-unknown', 'operator:bob')).rejects.toThrow(CleanupRefusedError);
     await expect(host.confirmCleanup('op-1', ' ')).rejects.toThrow(CleanupRefusedError);
@@ -278,6 +312,8 @@ describe('crash between intent and result', () => {
       operator: 'operator:bob',
       at: now().toISOString(),
     });
+    const reassign = sign(3, { lease: lease2, fence: { providerFence: 4 }, effectiveSpec: spec2 });
+    ctl.queue.push(reassign);
     expect(await host.step(signal())).toMatchObject({ accepted: 1, refused: 0 });
     expect(verified(ctl.reports.at(-1) as HostResultWire, reassign).outcome.status).toBe('succeeded');
     expect(second.calls.provision).toBe(1);
@@ -286,7 +322,7 @@ describe('crash between intent and result', () => {
     await host.close();
     const reopened = await openHost(counted(dir).effects);
     expect(reopened.quarantines).toEqual([]);
-    expect(reopened.state.lastSequence).toBe(2);
+    expect(reopened.state.lastSequence).toBe(3);
   });
 
   it('quarantines an effect that throws part-way, and the quarantine survives a restart', async () => {
@@ -338,17 +374,16 @@ describe('journal durability', () => {
 });
 
 describe('refused envelopes are never journaled as accepted', () => {
-  it('refuses stale fence, altered duplicate, sequence gap, rogue key and expiry', async () => {
+  it('refuses altered duplicate, sequence gap, rogue key and another host, consuming nothing', async () => {
     const { effects, calls } = counted(dir);
     const host = await openHost(effects);
     ctl.queue.push(sign(1));
     await host.step(signal());
     const cases: [string, EnvelopeWire, string][] = [
-      ['stale fence', sign(2, { fence: { providerFence: 2 } }), 'stale-fence'],
       ['altered duplicate', sign(1, { effectiveSpec: { image: 'sandbox:2' } }), 'altered-duplicate'],
       ['sequence gap', sign(3), 'sequence-gap'],
       ['rogue key', sign(2, {}, rogue.privateKey), 'signature-invalid'],
-      ['expired', sign(2, { expiresAt: new Date(T0.getTime() + 500) }), 'expired'],
+      ['expired and out of sequence', sign(3, { expiresAt: new Date(T0.getTime() + 500) }), 'sequence-gap'],
       ['another host', sign(2, { hostId: 'host-other' }), 'wrong-host'],
     ];
     for (const [name, wire, code] of cases) {
@@ -360,6 +395,133 @@ describe('refused envelopes are never journaled as accepted', () => {
     expect(await countType('accepted')).toBe(1);
     expect(calls.provision).toBe(1);
     expect(ctl.reports).toHaveLength(1);
+  });
+});
+
+describe('declined envelopes are answered with a signed refusal and consume the sequence', () => {
+  const refusalOf = (wire: HostResultWire | undefined, envelope: EnvelopeWire) =>
+    verified(wire as HostResultWire, envelope).outcome;
+
+  it('answers an expired envelope, proceeds with the next, and replays the refusal after a restart', async () => {
+    const { effects, calls } = counted(dir);
+    const host = await openHost(effects);
+    const late = sign(2, { expiresAt: new Date(T0.getTime() + 500) });
+    ctl.queue.push(sign(1), late, sign(3, kind('describe', 3)));
+    expect(await host.step(signal())).toMatchObject({ accepted: 2, declined: 1, refused: 0, reported: 3 });
+    expect(refusalOf(ctl.reports[1], late)).toEqual({
+      status: 'failed',
+      document: {
+        code: 'refused',
+        refusal: 'expired',
+        message: 'assignment envelope refused (expired): expiresAt has passed',
+      },
+    });
+    expect(ctl.reports[1]?.body.streams).toEqual({ stdout: [], stderr: [] });
+    expect(calls).toMatchObject({ provision: 1, describe: 1 });
+    const lines = await journalLines();
+    expect(lines.map((e) => e.type)).toEqual(
+      ['accepted', 'intent', 'result', 'accepted', 'result'].concat(['accepted', 'intent', 'result']),
+    );
+    expect(lines[3]).toMatchObject({ sequence: 2, declined: { code: 'expired' } });
+    const saved = ctl.reports[1];
+
+    await host.close();
+    ctl.forget(late);
+    const again = await openHost(counted(dir).effects);
+    expect(again.state.lastSequence).toBe(3);
+    expect(await again.step(signal())).toMatchObject({ replayed: 1, accepted: 0, declined: 0 });
+    expect(canonicalJson(ctl.reports.at(-1))).toBe(canonicalJson(saved));
+  });
+
+  it('answers a stale fence; a describe with a higher fence locks nothing out', async () => {
+    const { effects, calls } = counted(dir);
+    const host = await openHost(effects);
+    const stale = sign(3, { fence: { providerFence: 2 } });
+    ctl.queue.push(
+      sign(1),
+      sign(2, { ...kind('describe', 2), fence: { providerFence: 9 } }),
+      stale,
+      sign(4, kind('renew', 4)),
+    );
+    expect(await host.step(signal())).toMatchObject({ accepted: 3, declined: 1, refused: 0 });
+    expect(refusalOf(ctl.reports[2], stale)).toMatchObject({
+      status: 'failed',
+      document: { code: 'refused', refusal: 'stale-fence' },
+    });
+    expect(ctl.reports[3]?.body.outcome).toMatchObject({
+      status: 'succeeded',
+      document: { sandbox: { expiresAt: '2026-12-02T12:00:00.000Z' } },
+    });
+    expect(host.state.fences).toEqual([{ environmentId: 'env-1', providerFence: 3 }]);
+    expect(calls).toMatchObject({ provision: 1, describe: 1, renew: 1 });
+  });
+
+  it('answers a declined acceptance whose result was lost in a crash with the same refusal', async () => {
+    const host = await openHost(counted(dir).effects);
+    ctl.queue.push(sign(1, { expiresAt: new Date(T0.getTime() + 500) }));
+    await host.step(signal());
+    await host.close();
+    const path = join(dir, 'journal', JOURNAL_FILE);
+    const lines = (await readFile(path, 'utf8')).split('\n').filter((l) => l !== '');
+    await writeFile(path, `${lines[0]}\n`);
+    ctl.reports.length = 0;
+    const reopened = await openHost(counted(dir).effects);
+    await reopened.step(signal());
+    expect(ctl.reports[0]?.body.outcome.document).toMatchObject({ code: 'refused', refusal: 'expired' });
+    expect((await journalLines()).map((e) => e.type)).toEqual(['accepted', 'result']);
+  });
+});
+
+describe('effects keyed by lease', () => {
+  it('renews, refuses another owner, reports absence and filters listOwned by owner', async () => {
+    const { effects } = counted(dir);
+    const host = await openHost(effects);
+    const other = provisionSpec({ runId: 'run-2' });
+    const lease2 = { environmentId: 'env-1', operationId: 'lease-op-2', resourceGeneration: 1 };
+    const owner2 = provisionSpec({ operationId: 'lease-op-2', ownerHash: 'b'.repeat(40) });
+    ctl.queue.push(
+      sign(1, kind('renew', 1)),
+      sign(2),
+      sign(3, kind('renew', 3)),
+      sign(4, kind('renew', 4)),
+      sign(5, kind('provision', 5, other)),
+      sign(6, { ...kind('provision', 6, owner2), lease: lease2 }),
+      sign(7, kind('listOwned', 7)),
+      sign(8, kind('listOwned', 8, { ownerHash: 'a'.repeat(40), providerFence: 3, operationId: 'x' })),
+      sign(9, kind('provision', 9, { image: 'sandbox:1' })),
+    );
+    expect(await host.step(signal())).toMatchObject({ accepted: 9, reported: 9 });
+    const outcomes = ctl.reports.map((r) => r.body.outcome);
+    expect(outcomes[0]).toEqual({ status: 'failed', document: { code: 'absent' } });
+    expect(outcomes[2]).toMatchObject({ status: 'succeeded', document: { sandbox: SPECS.renew } });
+    expect(canonicalJson(outcomes[3])).toBe(canonicalJson(outcomes[2]));
+    expect(outcomes[4]).toEqual({ status: 'failed', document: { code: 'owner-mismatch' } });
+    expect(outcomes[5]).toMatchObject({ status: 'succeeded', document: { created: true } });
+    expect(outcomes[6]?.document).toMatchObject({
+      sandboxes: [{ owner: { runId: 'run-1', operationId: 'lease-op-1' }, expiresAt: SPECS.renew.expiresAt }],
+      uncertain: [],
+    });
+    expect((outcomes[6]?.document.sandboxes as unknown[]).length).toBe(1);
+    expect(outcomes[7]?.document).toEqual({ sandboxes: [], uncertain: [] });
+    expect(docOf(ctl.reports[8])).toMatchObject({ status: 'failed', document: { code: 'spec-invalid' } });
+  });
+});
+
+describe('journal directory lock', () => {
+  it('refuses a second open while held, and takes over a lock whose process is gone', async () => {
+    const host = await openHost(counted(dir).effects);
+    await expect(openHost(counted(dir).effects)).rejects.toThrow(HostJournalLockedError);
+    await host.close();
+    const lock = join(dir, 'journal', LOCK_FILE);
+    await expect(readFile(lock)).rejects.toMatchObject({ code: 'ENOENT' });
+
+    await writeFile(lock, `${process.ppid}\n`);
+    await expect(openHost(counted(dir).effects)).rejects.toThrow(/locked by running process/);
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    await writeFile(lock, `${dead}\n`);
+    const taken = await openHost(counted(dir).effects);
+    expect(await readFile(lock, 'utf8')).toBe(`${process.pid}\n`);
+    await taken.close();
   });
 });
 

@@ -4,7 +4,10 @@
 // over the store, and a ReferenceHost whose ControlPort is a ControlClient. The control plane is
 // "restarted" (new pool, new listener) to show that it re-serves byte-identical envelopes and the
 // host answers them as replays with no second effect; a forged result is refused and not stored.
+// Reads do not fence (a describe with a higher fence locks nothing out), and an envelope that
+// expires before the host sees it is answered with a signed refusal, so the host never stalls.
 import { generateKeyPairSync } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import {
   type AssignmentRequest,
+  AssignmentStaleFenceError,
   assignmentsAfter,
   controlHandlersFor,
   issueAssignment,
@@ -39,6 +43,7 @@ import { createTrust, type VerificationKey } from '../../providers/sandbox-host/
 import type { Database } from '../../store/db.ts';
 import { migrate } from '../../store/migrate.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { provisionSpec } from '../support/sandbox-host-envelopes.ts';
 import { type ClientCertificate, createTestCertificateAuthority } from '../support/tls-certificates.ts';
 
 const HOST = 'host-rt-1';
@@ -125,7 +130,11 @@ const request = (operationId: string): AssignmentRequest => ({
   operation: { id: operationId, kind: 'provision' },
   lease: { environmentId: `env-${operationId}`, operationId: `lease-${operationId}`, resourceGeneration: 1 },
   fence: { providerFence: 1 },
-  spec: { image: 'sandbox:1' },
+  spec: provisionSpec({
+    environmentId: `env-${operationId}`,
+    operationId: `lease-${operationId}`,
+    providerFence: 1,
+  }),
   capabilities: { capabilities: ['process'] },
   ttlMs: 600_000,
 });
@@ -332,5 +341,53 @@ describe('the sandbox-host round trip', () => {
       .catch((e: unknown) => e);
     expect(deletion).toBeInstanceOf(Error);
     expect((await rows(control.db)).map((r) => r.state)).toEqual(['Reported', 'Reported', 'Reported']);
+  });
+});
+
+describe('fences and declined envelopes on the round trip', () => {
+  const lease = { environmentId: 'env-fence', operationId: 'lease-fence', resourceGeneration: 1 };
+  const fenced = (
+    id: string,
+    kind: AssignmentRequest['operation']['kind'],
+    providerFence: number,
+    spec: Record<string, unknown>,
+  ): AssignmentRequest => ({
+    ...request(id),
+    operation: { id, kind },
+    lease,
+    fence: { providerFence },
+    spec,
+  });
+
+  it('a describe with a higher fence does not lock out the lease fence; a mutating one does', async () => {
+    const owner = { environmentId: lease.environmentId, operationId: lease.operationId, providerFence: 2 };
+    await issueAssignment(control.db, signer, fenced('op-f1', 'provision', 2, provisionSpec(owner)));
+    await issueAssignment(control.db, signer, fenced('op-f2', 'describe', 9, {}));
+    const expiresAt = new Date(Date.now() + DAY).toISOString();
+    const renew = await issueAssignment(control.db, signer, fenced('op-f3', 'renew', 2, { expiresAt }));
+    expect(renew.replayed).toBe(false);
+    await expect(issueAssignment(control.db, signer, fenced('op-f4', 'release', 1, {}))).rejects.toThrow(
+      AssignmentStaleFenceError,
+    );
+
+    expect(await host.step(signal())).toMatchObject({ accepted: 3, declined: 0, refused: 0, reported: 3 });
+    const renewed = await verifiedStored(control.db, renew.sequence);
+    expect(renewed.body.outcome).toMatchObject({ status: 'succeeded', document: { sandbox: { expiresAt } } });
+    const described = await verifiedStored(control.db, renew.sequence - 1);
+    expect(described.body.outcome.document).toMatchObject({ found: true });
+  });
+
+  it('answers an envelope that expired before the host saw it with a signed refusal; nothing stalls', async () => {
+    const late = await issueAssignment(control.db, signer, { ...request('op-late'), ttlMs: 1 });
+    await sleep(10);
+    const after = await issueAssignment(control.db, signer, request('op-after'));
+    expect(await host.step(signal())).toMatchObject({ accepted: 1, declined: 1, refused: 0, reported: 2 });
+    const refused = await verifiedStored(control.db, late.sequence);
+    expect(refused.body.outcome).toMatchObject({
+      status: 'failed',
+      document: { code: 'refused', refusal: 'expired' },
+    });
+    expect((await verifiedStored(control.db, after.sequence)).body.outcome.status).toBe('succeeded');
+    expect(await host.step(signal())).toMatchObject({ fetched: 0 });
   });
 });

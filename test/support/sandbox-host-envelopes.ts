@@ -3,6 +3,7 @@
 // tests and the reference-host tests sign. What each suite varies (the spec it carries, the lease
 // operation, how long it lives) it passes in, so a suite's envelopes stay exactly its own.
 import type { KeyObject } from 'node:crypto';
+import type { OwnerBinding } from '../../providers/provider.ts';
 import type { EnvelopeInput } from '../../providers/sandbox-host/envelope.ts';
 import type { VerificationKey } from '../../providers/sandbox-host/trust.ts';
 
@@ -50,3 +51,31 @@ export function envelopeInput(
     ...overrides,
   };
 }
+
+/** The owner binding a provision spec carries (the provider port's OwnerBinding). */
+export type SpecOwner = OwnerBinding;
+
+export const specOwner = (overrides: Partial<SpecOwner> = {}): SpecOwner => ({
+  tenantId: 'tenant-1',
+  projectId: 'project-1',
+  runId: 'run-1',
+  environmentId: 'env-1',
+  ownerHash: 'a'.repeat(40),
+  lifecycleGeneration: 1,
+  resourceGeneration: 1,
+  providerFence: 3,
+  operationId: 'lease-op-1',
+  ...overrides,
+});
+
+/** A provision effective spec as the sandbox-host provider sends it. */
+export const provisionSpec = (
+  owner: Partial<SpecOwner> = {},
+  expiresAt: string | null = null,
+): Record<string, unknown> => ({
+  owner: specOwner(owner),
+  workspace: { volumeId: 'ws-1', mountPath: '/workspace' },
+  networkPolicyGeneration: 1,
+  expiresAt,
+  options: {},
+});
