@@ -36,6 +36,8 @@ export interface ControlClientOptions {
   timeoutMs: number;
   /** Connect here instead of resolving the name in `baseUrl` (an IP); TLS still checks the name. */
   address?: string;
+  /** The local address to connect from (a host bound to its own IP), when not the default. */
+  localAddress?: string;
   maxResponseBytes?: number;
 }
 
@@ -75,6 +77,9 @@ export class ControlClient {
     }
     if (options.address !== undefined && isIP(options.address) === 0) {
       throw new ControlRefusedError('bad-request', 'address must be an IP address');
+    }
+    if (options.localAddress !== undefined && isIP(options.localAddress) === 0) {
+      throw new ControlRefusedError('bad-request', 'localAddress must be an IP address');
     }
     if (!Number.isInteger(options.timeoutMs) || options.timeoutMs <= 0) {
       throw new ControlRefusedError('bad-request', 'timeoutMs must be a positive integer');
@@ -133,6 +138,7 @@ export class ControlClient {
       let settled = false;
       const req = request({
         host: options.address ?? serverName,
+        ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
         port: this.#url.port === '' ? 443 : Number(this.#url.port),
         path: call.path,
         method: call.method,
