@@ -115,6 +115,14 @@ export async function auditCommand(options: AuditCommandOptions): Promise<void> 
       // The fake Kubernetes API's request log is in memory: the audit cannot see it.
       const { createAgentSandbox } = await import('../providers/agent-sandbox/create-provider.ts');
       provider = createAgentSandbox(process.env).provider;
+    } else if (config.provider.id === 'sandbox-host') {
+      // Every enrolled host is asked through listOwned; a silent host fails the audit, never hides.
+      const [{ loadSandboxHostSettings }, { SandboxHostProvider }] = await Promise.all([
+        import('../providers/sandbox-host/settings.ts'),
+        import('../providers/sandbox-host/provider.ts'),
+      ]);
+      const { signer } = loadSandboxHostSettings(process.env);
+      provider = new SandboxHostProvider({ db, signer, optionsRevision: config.provider.optionsRevision });
     } else {
       const { SimulatedProvider } = await import('../providers/simulated/simulated-provider.ts');
       provider = new SimulatedProvider({ db, optionsRevision: config.provider.optionsRevision });

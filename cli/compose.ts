@@ -1,5 +1,6 @@
 // The composition root: the one place that picks implementations for the ports from the
 // configuration. Everything below it takes its dependencies as arguments.
+import { createPublicKey } from 'node:crypto';
 import type { Logger } from 'pino';
 import { environmentDefinition } from '../actors/environment-definition.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../actors/services.ts';
@@ -40,6 +41,12 @@ import { startMetricsServer, type MetricsServer } from '../lib/metrics-server.ts
 import type { SandboxProvider } from '../providers/provider.ts';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.ts';
 import { SimulatedBuildTestRunner } from '../providers/simulated/build-test-runner.ts';
+import { controlHandlersFor } from '../providers/sandbox-host/assignments.ts';
+import { createPgHostCertificateDirectory } from '../providers/sandbox-host/certificate-rotation.ts';
+import { startControlListener, type ControlListener } from '../providers/sandbox-host/control-listener.ts';
+import { SandboxHostProvider } from '../providers/sandbox-host/provider.ts';
+import { loadSandboxHostSettings, type SandboxHostSettings } from '../providers/sandbox-host/settings.ts';
+import { loadTrust } from '../providers/sandbox-host/trust-store.ts';
 import { attemptRunner } from '../workers/effect-processor.ts';
 import { runnerDeps, startWorkers, type WorkerHost } from '../workers/host.ts';
 import { InProcessEffectQueue } from '../workers/in-process-effect-queue.ts';
@@ -60,6 +67,8 @@ export interface Sandlot {
   workers: WorkerHost | null;
   /** Where GET /metrics answers (SANDLOT_METRICS_PORT), or null when no listener is configured. */
   metricsUrl: string | null;
+  /** The sandbox-host control listener's bound address, or null when this process runs none. */
+  hostControl: { host: string; port: number } | null;
   /** The Environment runtime, for commit listeners (the inspector bridge). */
   runtime: ReturnType<typeof createEnvironmentRuntime>;
   close(): Promise<void>;
@@ -99,6 +108,11 @@ export interface ComposeOptions {
   workers?: boolean;
   /** Where provider-specific settings are read (default process.env). */
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Start the sandbox-host control listener in this process (default false): the process that
+   * serves the API does, a worker-only process does not. Ignored for other providers.
+   */
+  hostControl?: boolean;
 }
 
 type ClosableProvider = SandboxProvider & { close?(): Promise<void> };
@@ -117,8 +131,23 @@ function providerFor(
   networkPolicies: NetworkPolicyVerifier;
   networkPolicyWriter?: NetworkPolicyWriter;
   workspaceStorage?: WorkspaceStorage;
+  sandboxHost?: SandboxHostSettings;
 } {
   if (config.provider.id === 'agent-sandbox') return createAgentSandbox(env);
+  if (config.provider.id === 'sandbox-host') {
+    // Throws SandboxHostSettingsError naming every bad SANDLOT_HOST_* variable (never a key).
+    const settings = loadSandboxHostSettings(env);
+    return {
+      provider: new SandboxHostProvider({
+        db,
+        signer: settings.signer,
+        optionsRevision: config.provider.optionsRevision,
+      }),
+      networkPolicies: new TableNetworkPolicies(db),
+      networkPolicyWriter: new TableNetworkPolicyWriter(db),
+      sandboxHost: settings,
+    };
+  }
   return {
     provider: new SimulatedProvider({
       db,
@@ -141,6 +170,7 @@ export async function composeSandlot(
   let provider: ClosableProvider | null = null;
   let inspection: QueueInspection | null = null;
   let metricsServer: MetricsServer | null = null;
+  let controlListener: ControlListener | null = null;
   // One registry per process, and only when something will scrape it.
   const metrics: SandlotMetrics | undefined = config.metrics === undefined ? undefined : createMetrics();
   const measured = metrics === undefined ? {} : { metrics };
@@ -220,8 +250,23 @@ export async function composeSandlot(
       });
       logger.info({ url: metricsServer.url }, 'metrics listening');
     }
+    if (chosen.sandboxHost !== undefined && options.hostControl === true) {
+      await warnOnTrustMismatch(db, chosen.sandboxHost, logger);
+      const { listen, certPem, keyPem, clientCaPem } = chosen.sandboxHost;
+      controlListener = await startControlListener({
+        ...listen,
+        certPem,
+        keyPem,
+        clientCaPem,
+        directory: createPgHostCertificateDirectory(db),
+        handlers: controlHandlersFor(db),
+        logger,
+      });
+      logger.info({ host: listen.host, port: controlListener.port }, 'host control listening');
+    }
     const held = provider;
     const listener = metricsServer;
+    const control = controlListener;
     const queues = inspection;
     let closing: Promise<void> | undefined;
     return {
@@ -232,9 +277,14 @@ export async function composeSandlot(
       workers,
       runtime,
       metricsUrl: listener?.url ?? null,
+      hostControl:
+        control === null || chosen.sandboxHost === undefined
+          ? null
+          : { host: chosen.sandboxHost.listen.host, port: control.port },
       // Once, whoever asks (the shutdown handler and a test may both).
       close() {
         closing ??= (async () => {
+          await control?.close();
           await listener?.close();
           await workers?.close();
           await queues?.close();
@@ -245,12 +295,33 @@ export async function composeSandlot(
       },
     };
   } catch (error) {
+    await controlListener?.close().catch(() => undefined);
     await metricsServer?.close().catch(() => undefined);
     await inspection?.close().catch(() => undefined);
     await workers?.close().catch(() => undefined);
     await provider?.close?.().catch(() => undefined);
     await db.close();
     throw error;
+  }
+}
+
+/**
+ * The provider signs envelopes with the configured key, which hosts accept only if it is the
+ * persisted trust's current (or next) key: a mismatch is said once at start, without the key.
+ */
+async function warnOnTrustMismatch(db: Database, settings: SandboxHostSettings, logger: Logger) {
+  const trust = await loadTrust(db);
+  const { version, privateKey } = settings.signer;
+  if (trust === null) {
+    logger.warn('no control verification trust is set yet: run `sandlot hosts trust` before issuing');
+    return;
+  }
+  const key = [trust.current, trust.next].find((k) => k?.version === version);
+  if (key === undefined || key === null || !key.publicKey.equals(createPublicKey(privateKey))) {
+    logger.warn(
+      { signingKeyVersion: version, currentVersion: trust.current.version },
+      'SANDLOT_HOST_SIGNING_KEY_FILE/VERSION is not a key of the persisted control trust: hosts will refuse its envelopes',
+    );
   }
 }
 
@@ -352,6 +423,11 @@ export function buildTestWorkerFor(
  * provider. Agent Sandbox without a trust root gets a Host that never answers, so no lease is ready.
  */
 function agentHostFor(config: Config, db: Database): AgentHost {
+  if (config.provider.id === 'sandbox-host') {
+    return new UnreachableAgentHost(
+      'the sandbox-host provider offers no AgentHost (the reference host runs none)',
+    );
+  }
   if (config.provider.id !== 'agent-sandbox') return new EmbeddedAgentHost({ db });
   if (config.agentHostCaPem === undefined) {
     return new UnreachableAgentHost(

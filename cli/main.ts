@@ -7,8 +7,9 @@
 // Streams: stdout carries what a command answers (tables, JSON, tokens, the "listening" line a
 // script waits for, help); stderr carries errors and usage mistakes, and the JSON log lines of the
 // long-running commands (serve, worker). A script can read stdout without ever meeting a log line.
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../config/errors.ts';
+import type { TrustOptions } from './hosts.ts';
 import {
   DEFAULT_INSPECTOR_PORT,
   UsageError,
@@ -24,6 +25,14 @@ function pathOf(command: Command): string {
   const names: string[] = [];
   for (let c: Command | null = command; c !== null; c = c.parent) names.unshift(c.name());
   return names.join(' ');
+}
+
+/** A period in milliseconds: a positive integer up to a day. */
+function parsePositiveMs(value: string): number {
+  const ms = Number(value);
+  if (!/^\d+$/.test(value.trim()) || ms < 1 || ms > 86_400_000)
+    throw new InvalidArgumentError(`must be milliseconds 1-86400000, got "${value}"`);
+  return ms;
 }
 
 /** Help text's closing lines: one or more examples. */
@@ -227,6 +236,94 @@ function buildProgram(): Command {
     .action(async (options: { format: 'json' | 'mermaid' | 'dot' }) =>
       (await import('./machines.ts')).machinesExportCommand(options),
     );
+
+  const host = command(program, 'host')
+    .description('run the reference sandbox host (a process on the host machine), or clean up after it')
+    .addHelpText('after', examples('sandlot host run --config /etc/sandlot/host.json'));
+  command(host, 'run')
+    .description(
+      'poll the control listener over mTLS, run signed assignments, report host-signed results (until SIGTERM/SIGINT)',
+    )
+    .requiredOption(
+      '--config <file>',
+      'the host declaration (JSON; see deploy/sandbox-host/reference.example.json)',
+    )
+    .option('--health-every <ms>', 'log a health line this often', parsePositiveMs, 60_000)
+    .addHelpText(
+      'after',
+      '\nThe declaration is strict JSON: hostId, journalDir, sandboxesDir, control { url, address?, caFile },\n' +
+        'clientCertFile, clientKeyFile, resultKey { file, version }, trust { current, next?, revocationEpoch },\n' +
+        'pollIntervalMs, retry? { attempts, initialBackoffMs, maxBackoffMs }. One process per journalDir (locked).\n' +
+        'Exits 1 on a bad declaration or file, a locked or corrupt journal, or when the control plane stays\n' +
+        'unreachable after the bounded retries. See docs/sandbox-host.md.\n' +
+        examples('sandlot host run --config /etc/sandlot/host.json'),
+    )
+    .action(async (options: { config: string; healthEvery: number }) =>
+      (await import('./host.ts')).hostRunCommand(options),
+    );
+  command(host, 'cleanup')
+    .description(
+      "confirm an operator's cleanup of a quarantined operation in the host's journal (daemon stopped)",
+    )
+    .requiredOption('--config <file>', 'the host declaration the daemon runs with')
+    .requiredOption('--operation <id>', 'the quarantined operation')
+    .requiredOption('--operator <name>', 'who confirms the cleanup (journaled)')
+    .addHelpText(
+      'after',
+      '\nRefused while `sandlot host run` holds the journal, and for an operation that is not quarantined.\n' +
+        examples('sandlot host cleanup --config host.json --operation op-123 --operator alice'),
+    )
+    .action(async (options: { config: string; operation: string; operator: string }) =>
+      (await import('./host.ts')).hostCleanupCommand(options),
+    );
+
+  const hosts = command(program, 'hosts')
+    .description("the control plane's sandbox-host fleet: verification trust, enrollment, listing")
+    .addHelpText('after', examples('DATABASE_URL=postgres://… sandlot hosts list'));
+  command(hosts, 'trust')
+    .description(
+      "establish or replace the control plane's envelope verification trust (current, next, epoch)",
+    )
+    .requiredOption('--public-key <file>', 'the current Ed25519 public key (SPKI PEM)')
+    .requiredOption('--version <n>', 'its version (SANDLOT_HOST_SIGNING_KEY_VERSION of its private key)')
+    .requiredOption('--not-before <iso>', 'valid from (ISO 8601 instant with a zone)')
+    .requiredOption('--not-after <iso>', 'valid until (exclusive)')
+    .option('--next-public-key <file>', 'the key being rotated to (with the three --next-* below)')
+    .option('--next-version <n>', "the next key's version (above --version)")
+    .option('--next-not-before <iso>', "the next key's validity start")
+    .option('--next-not-after <iso>', "the next key's validity end")
+    .requiredOption('--epoch <n>', 'the revocation epoch (never decreases)')
+    .addHelpText(
+      'after',
+      '\nA replacement may not bring back a retired version, lower a version or the epoch, or change a kept\n' +
+        'key. Hosts verify against the trust in their own declarations. Uses DATABASE_URL (or the embedded data).\n' +
+        examples(
+          'sandlot hosts trust --public-key control-v1.pub.pem --version 1 --not-before 2026-01-01T00:00:00Z --not-after 2027-01-01T00:00:00Z --epoch 1',
+        ),
+    )
+    .action(async (options: TrustOptions) => {
+      await (await import('./hosts.ts')).trustHosts(options);
+    });
+  command(hosts, 'enroll')
+    .description('enroll a host through the local-unsafe verifier (metadata only, NOT hardware attestation)')
+    .requiredOption('--evidence <file>', 'JSON { hostId, certificatePem, resultPublicKeyPem }')
+    .addHelpText(
+      'after',
+      '\nThe local-unsafe-metadata-only profile checks that the document is consistent (CN = hostId, a\n' +
+        'current clientAuth certificate, an Ed25519 result key) and nothing else. Prints the outcome, the\n' +
+        'host id and the evidence digest; exits 1 when refused.\n' +
+        examples('sandlot hosts enroll --evidence host-1.evidence.json'),
+    )
+    .action(async (options: { evidence: string }) => {
+      await (await import('./hosts.ts')).enrollHostFromFile(options);
+    });
+  command(hosts, 'list')
+    .description('list enrolled hosts with their state and certificate generations')
+    .option('--json', 'print one JSON array instead of a table', false)
+    .addHelpText('after', examples('sandlot hosts list', 'sandlot hosts list --json | jq .'))
+    .action(async (options: { json: boolean }) => {
+      await (await import('./hosts.ts')).listHosts(options);
+    });
 
   return program;
 }

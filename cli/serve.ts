@@ -26,15 +26,28 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   }
   const logger = processLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, 'starting sandlot');
-  const sandlot = await composeSandlot(config, logger, { workers: options.workers });
+  // The API process also serves the sandbox hosts' private control listener (sandbox-host only).
+  const sandlot = await composeSandlot(config, logger, { workers: options.workers, hostControl: true });
   const inspection = await startInspection(sandlot.runtime, options.inspect, logger);
   // While it runs, `sandlot history` and `inspect` must not open the embedded database too.
   const unmark = await markEmbeddedServe(config);
 
   const server = serve({ fetch: sandlot.app.fetch, port: config.port, hostname: config.host }, (info) => {
-    logger.info({ address: info.address, port: info.port, mode: config.mode }, 'listening');
+    const { hostControl } = sandlot;
+    logger.info(
+      {
+        address: info.address,
+        port: info.port,
+        mode: config.mode,
+        ...(hostControl === null ? {} : { hostControlPort: hostControl.port }),
+      },
+      'listening',
+    );
     // One line a human (or a script) can wait for.
     process.stdout.write(`sandlot listening on http://${config.host}:${info.port} (${config.mode})\n`);
+    if (hostControl !== null) {
+      process.stdout.write(`host control listening on ${hostControl.host}:${hostControl.port} (mTLS)\n`);
+    }
     if (config.mode === 'embedded') {
       process.stdout.write(
         `data in ${dataDirOf(config)}; mint a token with: npx sandlot token --tenant T --sub S\n`,

@@ -12,7 +12,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384', 'EdDSA'] as const;
 export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
 
-export const PROVIDERS = ['simulated', 'agent-sandbox'] as const;
+export const PROVIDERS = ['simulated', 'agent-sandbox', 'sandbox-host'] as const;
 export type ProviderId = (typeof PROVIDERS)[number];
 
 /** `embedded`: PGlite, built-in Projects and run selection, HS256 dev tokens. `production`: PostgreSQL. */

@@ -3,6 +3,11 @@ import { describeConfig } from '../../config/describe.ts';
 import { ConfigError } from '../../config/errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { displayValue } from '../../config/redact.ts';
+import {
+  loadSandboxHostSettings,
+  parseListen,
+  SandboxHostSettingsError,
+} from '../../providers/sandbox-host/settings.ts';
 
 const PRODUCTION = {
   DATABASE_URL: 'postgres://sandlot@db.internal:5432/sandlot',
@@ -246,5 +251,71 @@ describe('SANDLOT_EVENTS_URL', () => {
   it('accepts http on loopback', () => {
     const url = 'http://127.0.0.1:9100/';
     expect(loadConfig({ ...PRODUCTION, SANDLOT_EVENTS_URL: url }).eventsUrl).toBe(url);
+  });
+});
+
+describe('SANDLOT_PROVIDER=sandbox-host', () => {
+  it('is an accepted provider', () => {
+    expect(loadConfig({ SANDLOT_PROVIDER: 'sandbox-host' }).provider.id).toBe('sandbox-host');
+    expect(configError({ SANDLOT_PROVIDER: 'hosts' }).message).toContain('sandbox-host');
+  });
+
+  function settingsError(env: Record<string, string>, read?: (path: string) => Buffer) {
+    try {
+      loadSandboxHostSettings(env, read);
+    } catch (error) {
+      if (error instanceof SandboxHostSettingsError) return error;
+      throw error;
+    }
+    throw new Error('expected SandboxHostSettingsError');
+  }
+
+  it('names every missing setting, and takes the default listen address', () => {
+    const variables = settingsError({}).problems.map((p) => p.variable);
+    expect(variables).toEqual([
+      'SANDLOT_HOST_CONTROL_CERT_FILE',
+      'SANDLOT_HOST_CONTROL_KEY_FILE',
+      'SANDLOT_HOST_CLIENT_CA_FILE',
+      'SANDLOT_HOST_SIGNING_KEY_FILE',
+      'SANDLOT_HOST_SIGNING_KEY_VERSION',
+    ]);
+  });
+
+  it('names a bad listen address, a bad version and unreadable or wrong files without their contents', () => {
+    const secret = '-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWJ5dGVz\n-----END PRIVATE KEY-----\n';
+    const error = settingsError(
+      {
+        SANDLOT_HOST_CONTROL_LISTEN: '127.0.0.1',
+        SANDLOT_HOST_CONTROL_CERT_FILE: '/nope/cert.pem',
+        SANDLOT_HOST_CONTROL_KEY_FILE: '/keys/key.pem',
+        SANDLOT_HOST_CLIENT_CA_FILE: '/keys/key.pem',
+        SANDLOT_HOST_SIGNING_KEY_FILE: '/keys/key.pem',
+        SANDLOT_HOST_SIGNING_KEY_VERSION: '0',
+      },
+      (path) => {
+        if (path.startsWith('/nope')) throw Object.assign(new Error('gone'), { code: 'ENOENT' });
+        return Buffer.from(secret);
+      },
+    );
+    expect(error.message).toContain('SANDLOT_HOST_CONTROL_LISTEN: expected host:port');
+    expect(error.message).toContain('SANDLOT_HOST_CONTROL_CERT_FILE: cannot read the file (ENOENT)');
+    expect(error.message).toContain('SANDLOT_HOST_CONTROL_KEY_FILE: expected a PEM private key');
+    expect(error.message).toContain('SANDLOT_HOST_CLIENT_CA_FILE: expected PEM CA certificate(s)');
+    expect(error.message).toContain('SANDLOT_HOST_SIGNING_KEY_FILE: expected an Ed25519 private key');
+    expect(error.message).toContain('SANDLOT_HOST_SIGNING_KEY_VERSION: expected a positive integer');
+    expect(error.message).not.toContain('c2VjcmV0');
+  });
+
+  it.each([
+    ['127.0.0.1:7443', { host: '127.0.0.1', port: 7443 }],
+    ['0.0.0.0:0', { host: '0.0.0.0', port: 0 }],
+    ['[::1]:7443', { host: '::1', port: 7443 }],
+    ['control.internal:443', { host: 'control.internal', port: 443 }],
+  ])('parses the listen address %s', (value, expected) => {
+    expect(parseListen(value)).toEqual(expected);
+  });
+
+  it.each(['7443', 'host:65536', 'host:-1', ':7443', 'a b:1'])('refuses the listen address %s', (value) => {
+    expect(typeof parseListen(value)).toBe('string');
   });
 });
