@@ -32,12 +32,20 @@ export interface FleetHost {
   readonly address: string;
   readonly journalDir: string;
   readonly sandboxesDir: string;
+  /** Why the last poll loop ended on its own (a refusal, a stopped journal), or null. */
+  readonly loopError: unknown;
   /** The running daemon, or null while stopped. */
   readonly host: ReferenceHost | null;
   /** How many effects of each kind this host ran (across restarts). */
   readonly effects: Record<string, number>;
   /** The next effect of `kind` "crashes" the host right after its intent is journaled. */
   crashAfterNextIntent(kind: string): void;
+  /** The client certificate the host was enrolled with (generation 1). */
+  readonly enrolledCertificate: ClientCertificate;
+  /** A new client certificate for this host from the fleet's CA (not registered anywhere yet). */
+  issueCertificate(): Promise<ClientCertificate>;
+  /** From now on the host authenticates with this certificate (a rotation on the host's side). */
+  presentCertificate(certificate: ClientCertificate): void;
   /** Stops polling and closes the journal (a dead host; its journal and records stay). */
   stop(): Promise<void>;
   /** Opens the journal again (recovery runs) and resumes polling. */
@@ -126,6 +134,7 @@ export async function startHostFleet(options: FleetOptions): Promise<HostFleet> 
         port: listener.port,
         trust: verificationKey,
         pollIntervalMs,
+        issueCertificate: (id) => hostsCa.issueClient(id),
       }),
     );
   }
@@ -161,6 +170,7 @@ interface HostSetup {
   port: number;
   trust: VerificationKey;
   pollIntervalMs: number;
+  issueCertificate(hostId: string): Promise<ClientCertificate>;
 }
 
 function fleetHost(setup: HostSetup): FleetHost {
@@ -168,18 +178,21 @@ function fleetHost(setup: HostSetup): FleetHost {
   const sandboxesDir = join(setup.dir, 'sandboxes');
   const counts: Record<string, number> = {};
   const crashKinds = new Set<string>();
+  let loopError: unknown = null;
   let running: { host: ReferenceHost; abort: AbortController; loop: Promise<void> } | null = null;
 
-  const client = new ControlClient({
-    baseUrl: `https://${CONTROL_NAME}:${setup.port}`,
-    hostId: setup.hostId,
-    certPem: setup.certificate.certPem,
-    keyPem: setup.certificate.keyPem,
-    caPem: setup.serverCaPem,
-    timeoutMs: 5_000,
-    address: '127.0.0.1',
-    localAddress: setup.address,
-  });
+  const clientWith = (certificate: ClientCertificate) =>
+    new ControlClient({
+      baseUrl: `https://${CONTROL_NAME}:${setup.port}`,
+      hostId: setup.hostId,
+      certPem: certificate.certPem,
+      keyPem: certificate.keyPem,
+      caPem: setup.serverCaPem,
+      timeoutMs: 5_000,
+      address: '127.0.0.1',
+      localAddress: setup.address,
+    });
+  let client = clientWith(setup.certificate);
   // The kind of each envelope served, by sequence, for the crash lever.
   const kinds = new Map<number, string>();
   const control: ControlPort = {
@@ -215,9 +228,17 @@ function fleetHost(setup: HostSetup): FleetHost {
     get host() {
       return running?.host ?? null;
     },
+    get loopError() {
+      return loopError;
+    },
     effects: counts,
     crashAfterNextIntent(kind) {
       crashKinds.add(kind);
+    },
+    enrolledCertificate: setup.certificate,
+    issueCertificate: () => setup.issueCertificate(setup.hostId),
+    presentCertificate(certificate) {
+      client = clientWith(certificate);
     },
     async start() {
       if (running !== null) return;
@@ -244,7 +265,10 @@ function fleetHost(setup: HostSetup): FleetHost {
           initialBackoffMs: 20,
           maxBackoffMs: 200,
         })
-        .catch(() => undefined);
+        .catch((error: unknown) => {
+          loopError = error;
+        });
+      loopError = null;
       running = { host, abort, loop };
     },
     async stop() {
