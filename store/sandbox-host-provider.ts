@@ -57,3 +57,19 @@ export async function readLeaseProvisions(q: Queryable, leaseOperationId: string
   );
   return rows;
 }
+
+/**
+ * Hosts no longer Enrolled that were sent a provision for this owner hash: what a listing over the
+ * Enrolled hosts cannot see, so it must not answer as if it had.
+ */
+export async function readRetiredProvisionHosts(q: Queryable, ownerHash: string): Promise<string[]> {
+  const { rows } = await q.query<{ hostId: string }>(
+    `SELECT DISTINCT a.host_id AS "hostId"
+       FROM sandbox_host_assignments a JOIN sandbox_hosts h ON h.host_id = a.host_id
+      WHERE a.operation_kind = 'provision' AND h.state <> 'Enrolled'
+        AND a.envelope->'body'->'effectiveSpec'->'document'->'owner'->>'ownerHash' = $1
+      ORDER BY 1`,
+    [ownerHash],
+  );
+  return rows.map((row) => row.hostId);
+}

@@ -112,6 +112,15 @@ export async function insertHost(
   return rowCount === 1;
 }
 
+/** Enrolled -> Retired, once; false when the host is unknown or already retired. */
+export async function markHostRetired(tx: Queryable, hostId: string, at: Date): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `UPDATE sandbox_hosts SET state = 'Retired', retired_at = $2 WHERE host_id = $1 AND state = 'Enrolled'`,
+    [hostId, at.toISOString()],
+  );
+  return rowCount === 1;
+}
+
 export async function insertHostResultKey(
   tx: Queryable,
   key: HostResultKeyRow,

@@ -13,6 +13,7 @@ import {
   insertHost,
   insertHostCertificate,
   insertHostResultKey,
+  markHostRetired,
   readEnrollmentDecision,
   type EnrollmentDecisionRow,
 } from '../../store/sandbox-hosts.ts';
@@ -178,4 +179,17 @@ export async function enrollHost(
     );
     return { outcome: 'accepted', hostId: verdict.hostId, generation: 1, evidenceSha256, replayed: false };
   });
+}
+
+/**
+ * Retires an enrolled host: from then on none of its certificate generations authenticates and no
+ * envelope is issued to it. Its records are not forgotten: a listing that cannot ask it is uncertain
+ * (providers/sandbox-host/provider.ts). Retiring twice answers `retired: false`.
+ */
+export async function retireHost(
+  db: Database,
+  hostId: string,
+  now: () => Date = () => new Date(),
+): Promise<{ retired: boolean }> {
+  return db.transaction(async (tx) => ({ retired: await markHostRetired(tx, hostId, now()) }));
 }

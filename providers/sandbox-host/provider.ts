@@ -25,6 +25,7 @@ import {
   readAttempts,
   readEnrolledHostIds,
   readLeaseProvisions,
+  readRetiredProvisionHosts,
 } from '../../store/sandbox-host-provider.ts';
 import { definitive, ownership, ProviderError, uncertain } from '../errors.ts';
 import { pickOwner, sameOwner } from '../owner-binding.ts';
@@ -234,6 +235,12 @@ export class SandboxHostProvider implements SandboxProvider {
   async listOwned(query: OwnedQuery, call: CallOptions): Promise<ProviderResource[]> {
     this.guard(call);
     const hosts = await this.store(() => readEnrolledHostIds(this.db));
+    // A host retired after it was sent one of this owner's provisions is not asked, so the listing
+    // cannot be exact: uncertain, never a shorter list.
+    const unseen = await this.store(() => readRetiredProvisionHosts(this.db, query.owner.ownerHash));
+    if (unseen.length > 0) {
+      throw uncertain('host-retired', `host ${unseen.join(', ')} is no longer enrolled and cannot be listed`);
+    }
     const spec: Record<string, unknown> = {
       ownerHash: query.owner.ownerHash,
       providerFence: query.owner.providerFence,

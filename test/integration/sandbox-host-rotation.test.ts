@@ -11,11 +11,13 @@ import {
   promoteNext,
   revokeGeneration,
 } from '../../providers/sandbox-host/certificate-rotation.ts';
+import { retireHost } from '../../providers/sandbox-host/enrollment.ts';
 import type { ProviderResource } from '../../providers/provider.ts';
 import {
   budget,
   failureOf,
   newOwner,
+  ownedBy,
   presentResource,
   provisionRequest,
   refTo,
@@ -75,5 +77,17 @@ describe('sandbox-host certificate rotation and revocation', () => {
     await host().stop();
     await host().start();
     expect(presentResource(await describeIt()).owner).toEqual(resource.owner);
+  });
+
+  it('a retired host is never asked again, and a listing that cannot ask it is uncertain, never short', async () => {
+    expect(await retireHost(fleet.db, host().hostId)).toEqual({ retired: true });
+    expect(await retireHost(fleet.db, host().hostId)).toEqual({ retired: false });
+    const listed = await failureOf(fleet.provider.listOwned(ownedBy(fleet, resource.owner), budget()));
+    expect(classifyProviderFailure(listed)).toBe('uncertain');
+    expect(listed).toMatchObject({ code: 'host-retired' });
+    const described = await failureOf(fleet.provider.describe(refTo(fleet, resource), budget(1_500)));
+    expect(classifyProviderFailure(described)).toBe('uncertain');
+    // Its record is still on the host: nothing was reported absent.
+    expect(await host().recordedExpiry(resource.owner)).not.toBeUndefined();
   });
 });
