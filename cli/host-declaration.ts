@@ -40,6 +40,8 @@ export const hostDeclarationSchema = z.strictObject({
     url: z.string().url('expected an https://<name>:<port> URL'),
     /** Connect to this IP instead of resolving the URL's name; TLS still checks the name. */
     address: z.string().min(1).optional(),
+    /** Connect from this local IP (a host bound to its own address) instead of the default. */
+    localAddress: z.string().min(1).optional(),
     caFile: path,
   }),
   clientCertFile: path,

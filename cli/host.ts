@@ -49,6 +49,7 @@ function clientFor(file: string, { declaration: d, materials: m }: Opened): Cont
       caPem: m.caPem,
       timeoutMs: CONTROL_TIMEOUT_MS,
       ...(d.control.address === undefined ? {} : { address: d.control.address }),
+      ...(d.control.localAddress === undefined ? {} : { localAddress: d.control.localAddress }),
     });
   } catch (error) {
     // The client's refusal names the rule (https://<name>:<port>, an IP address), not a value.

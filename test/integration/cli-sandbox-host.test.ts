@@ -194,6 +194,19 @@ describe('sandlot host run: the declaration', () => {
     noSecrets(message);
   });
 
+  it('refuses a control.localAddress that is not an IP address', async () => {
+    const base = declaration();
+    const path = await writeDeclaration(
+      'local-address.json',
+      declaration({ control: { ...base.control, localAddress: 'host.example' } }),
+    );
+    const error = await runHost({ config: path, signal: AbortSignal.timeout(5_000), logger: silent }).catch(
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(HostDeclarationError);
+    expect((error as Error).message).toMatch(/control: .*localAddress must be an IP address/);
+  });
+
   it('exits 1 from the CLI with the field named, and prints help', async () => {
     const path = await writeDeclaration('cli-bad.json', { hostId: HOST });
     const bad = await runCli(['host', 'run', '--config', path], {});
