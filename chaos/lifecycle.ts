@@ -4,6 +4,7 @@
 // request twice at once, one to each API, which must answer the same Environment or operation) and
 // stale-fence requests (each under an idempotency key of its own, which must get a 4xx and which no
 // journal row or lease may ever carry: the end-of-run check looks for them).
+import { authorityLapseCodes } from '../machines/environment-context.ts';
 import type { Answer, ChaosClient } from './client.ts';
 import { deriveSeed, Rng } from './random.ts';
 import type { Recorder } from './recorder.ts';
@@ -36,7 +37,12 @@ export function planLifecycle(seed: number, index: number): LifecyclePlan {
   };
 }
 
-export type Outcome = 'released' | 'abandoned, then released' | 'failed';
+/**
+ * `parked, then released`: the provision result was committed while its provisioner's authority
+ * check could not answer (or had lapsed), so the lease was parked in ReconciliationRequired. That is
+ * the documented behaviour, not a finding: nothing revives a parked lease, a caller releases it.
+ */
+export type Outcome = 'released' | 'abandoned, then released' | 'parked, then released' | 'failed';
 
 export interface EnvironmentRecord {
   index: number;
@@ -74,6 +80,24 @@ export interface LifecycleContext {
 
 class LifecycleFailure extends Error {
   override readonly name = 'LifecycleFailure';
+}
+
+/** The lease as the inspection shows it (actors/sandbox-view.ts), as far as a lifecycle reads it. */
+interface LeaseSeen {
+  state?: string;
+  current?: boolean;
+  failure?: { code?: string } | null;
+}
+
+/**
+ * The authority lapse code of a parked lease (ReconciliationRequired, `failure.code` one of
+ * authorityLapseCodes), else null. Reconciliation never revives a parked lease (docs/api.md,
+ * reconcile): only a release or abandon by a caller who holds authority now ends it.
+ */
+export function parkedLapse(lease: LeaseSeen | undefined): string | null {
+  const code = lease?.failure?.code;
+  if (lease?.state !== 'ReconciliationRequired' || typeof code !== 'string') return null;
+  return (authorityLapseCodes as readonly string[]).includes(code) ? code : null;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -185,9 +209,17 @@ export async function runLifecycle(ctx: LifecycleContext, record: EnvironmentRec
   let ready: Record<string, unknown> | null = null;
   for (let polls = 0; ready === null; polls++) {
     const seen = expect('inspect', await call('GET', `${base}/sandbox?networkPolicyGeneration=1`), [200]);
-    const current = seen['lease'] as { state?: string; current?: boolean } | undefined;
+    const current = seen['lease'] as LeaseSeen | undefined;
+    const lapse = parkedLapse(current);
     if (seen['readyForDispatch'] === true || (ctx.waitFor === 'active' && current?.state === 'Active')) {
       ready = seen;
+    } else if (lapse !== null) {
+      // Waiting is pointless: nothing will make this lease ready. Release it as a caller would.
+      record.trace.push(`parked: lease ReconciliationRequired (${lapse}); releasing`);
+      await releaseEnvironment(ctx, record, Date.now() + ctx.deadlineMs, plan.duplicateRelease);
+      recorder.count(`lifecycles parked (lease ReconciliationRequired, ${lapse}), then released`);
+      record.outcome = 'parked, then released';
+      return;
     } else if (current?.current === false) {
       recorder.find(
         'lifecycle-stuck',
