@@ -96,7 +96,13 @@ export interface Quarantine {
 export interface JournalReplay {
   readonly state: AcceptanceState;
   /** Sequences with a started intent and neither a result nor a quarantine: outcome unknown. */
-  readonly openIntents: readonly { sequence: number; operationId: string; environmentId: string }[];
+  readonly openIntents: readonly {
+    sequence: number;
+    operationId: string;
+    environmentId: string;
+    /** Whether the envelope's kind changes anything (a read's interrupted intent left nothing). */
+    mutating: boolean;
+  }[];
   /**
    * Sequences accepted with no intent and no result: no effect ever started. `declined` carries the
    * refusal the host had decided on, to be answered as such.
@@ -126,6 +132,7 @@ export function replayJournal(entries: readonly JournalEntry[]): JournalReplay {
   const environments = new Map<number, string>();
   const declined = new Map<number, { code: DeclinedCode; message: string }>();
   const intents = new Set<number>();
+  const mutating = new Set<number>();
   const quarantines = new Map<string, Quarantine>();
   entries.forEach((entry, i) => {
     const line = i + 1;
@@ -146,6 +153,7 @@ export function replayJournal(entries: readonly JournalEntry[]): JournalReplay {
         raisesFence: entry.declined === undefined && isMutatingKind(body.operation.kind),
       });
       environments.set(entry.sequence, body.lease.environmentId);
+      if (isMutatingKind(body.operation.kind)) mutating.add(entry.sequence);
       if (entry.declined !== undefined) declined.set(entry.sequence, entry.declined);
       return;
     }
@@ -205,7 +213,12 @@ export function replayJournal(entries: readonly JournalEntry[]): JournalReplay {
     if (accepted.result !== null) continue;
     if (intents.has(accepted.sequence)) {
       const environmentId = environments.get(accepted.sequence) ?? '';
-      openIntents.push({ sequence: accepted.sequence, operationId: accepted.operationId, environmentId });
+      openIntents.push({
+        sequence: accepted.sequence,
+        operationId: accepted.operationId,
+        environmentId,
+        mutating: mutating.has(accepted.sequence),
+      });
     } else {
       const refusal = declined.get(accepted.sequence);
       notStarted.push({

@@ -120,14 +120,15 @@ function refusalOf(body: HostResultBody): string | null {
   if (body.outcome.status !== 'failed') return null;
   const failure = failureSchema.safeParse(body.outcome.document);
   if (!failure.success) return null;
-  if (failure.data.code === 'not-started') return 'not-started';
+  if (failure.data.code === 'not-started' || failure.data.code === 'interrupted-read')
+    return failure.data.code;
   return failure.data.code === 'refused' ? (failure.data.refusal ?? 'refused') : null;
 }
 
 /** A host answer that proves nothing ran: a new attempt may follow at once, in the same call. */
 function noEffect(body: HostResultBody): boolean {
   const refusal = refusalOf(body);
-  return refusal === 'not-started' || refusal === 'expired';
+  return refusal === 'not-started' || refusal === 'expired' || refusal === 'interrupted-read';
 }
 
 /**

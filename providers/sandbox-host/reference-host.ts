@@ -18,9 +18,10 @@
 // The effects are simulated (host-effects.ts): no guest or VM runs. This proves the protocol only.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AcceptanceState, recordResult, withAccepted } from './acceptance-state.ts';
+import { isMutatingKind } from './envelope-schema.ts';
 import { type EnvelopeBody, verifyEnvelope } from './envelope.ts';
-import type { AnsweredRefusalCode, EnvelopeRefusalCode } from './errors.ts';
-import type { EffectOutcome, HostEffects } from './host-effects.ts';
+import type { AnsweredRefusalCode } from './errors.ts';
+import type { EffectOutcome } from './host-effects.ts';
 import {
   CleanupRefusedError,
   ControlRetriesExhaustedError,
@@ -38,74 +39,19 @@ import {
   refusalDocument,
   replayJournal,
 } from './host-journal.ts';
-import {
-  type HostResultWire,
-  type HostSigner,
-  MAX_CHUNK_BYTES,
-  type ResultStatus,
-  signHostResult,
-} from './host-result.ts';
+import { type HostResultWire, MAX_CHUNK_BYTES, type ResultStatus, signHostResult } from './host-result.ts';
 import type { VerificationTrust } from './trust.ts';
 
-/** The host's side of the control channel (the mTLS client implements it; tests use memory). */
-export interface ControlPort {
-  /** Envelopes with sequences above `after`, plus any the control plane is still waiting on. */
-  fetchAssignments(after: number, signal: AbortSignal): Promise<readonly unknown[]>;
-  reportResult(wire: HostResultWire, signal: AbortSignal): Promise<void>;
-}
+import type {
+  HostHealth,
+  HostRefusal,
+  HostRefusalCode,
+  ReferenceHostOptions,
+  RunOptions,
+  StepReport,
+} from './reference-host-types.ts';
 
-export interface ReferenceHostOptions {
-  hostId: string;
-  journalDir: string;
-  trust: VerificationTrust;
-  /** The host's result-signing key; its hostId must be this host's. */
-  signer: HostSigner;
-  control: ControlPort;
-  effects: HostEffects;
-  now: () => Date;
-  /** Test hook: runs right after the started intent is on disk; a throw simulates a crash there. */
-  faults?: { afterIntent?: (sequence: number) => void | Promise<void> };
-}
-
-export type HostRefusalCode = EnvelopeRefusalCode | 'result-missing';
-
-/** A refused, unanswered envelope, kept in memory for the operator (never journaled). */
-export interface HostRefusal {
-  readonly sequence: number | null;
-  readonly code: HostRefusalCode;
-  readonly message: string;
-  readonly at: string;
-}
-
-export interface StepReport {
-  fetched: number;
-  accepted: number;
-  replayed: number;
-  /** Answered with a signed refusal (journaled; the sequence is consumed, no effect ran). */
-  declined: number;
-  /** Not answered: not authentic, not for this host, or not the next sequence. */
-  refused: number;
-  reported: number;
-}
-
-export interface RunOptions {
-  /** The pause between polls, in milliseconds: explicit, no default. */
-  intervalMs: number;
-  /** How many times one poll may be tried when the control channel is unavailable (default 5). */
-  attempts?: number;
-  /** The first backoff, doubled each retry up to maxBackoffMs (defaults 200 and 5,000). */
-  initialBackoffMs?: number;
-  maxBackoffMs?: number;
-}
-
-export interface HostHealth {
-  /** The last poll that verified there was nothing to do (nothing fetched, nothing unreported). */
-  lastHealthyPoll: string | null;
-  /** The last poll that failed on the control channel, by code; null after a good poll. */
-  lastPollError: { code: string; at: string } | null;
-  quarantines: readonly Quarantine[];
-  stopped: boolean;
-}
+export type * from './reference-host-types.ts';
 
 const MAX_REFUSALS_KEPT = 100;
 
@@ -448,7 +394,10 @@ export class ReferenceHost {
     try {
       outcome = await this.effect(body);
     } catch {
-      // The effect may have run partly: its outcome is unknown, so it is quarantined, not retried.
+      // A read that failed changed nothing; a mutation may have run partly: its outcome is unknown,
+      // so it is quarantined, not retried.
+      if (!isMutatingKind(body.operation.kind))
+        return this.interruptedRead(sequence, body.operation.id, digest);
       return this.quarantine(sequence, body.operation.id, body.lease.environmentId, digest, 'effect-failed');
     }
     const result = this.sign(body.operation.id, digest, outcome.status, outcome.document, outcome);
@@ -529,13 +478,38 @@ export class ReferenceHost {
     return result;
   }
 
-  /** After a restart: open intents become quarantines, unstarted acceptances definite failures. */
+  /** Journals a certain `failed` answer for a read that did not finish: nothing changed, nothing held. */
+  private async interruptedRead(
+    sequence: number,
+    operationId: string,
+    digest: string,
+  ): Promise<HostResultWire> {
+    const result = this.sign(operationId, digest, 'failed', { code: 'interrupted-read' });
+    await this.journal.append({ type: 'result', at: this.nowIso(), sequence, wire: result });
+    this.stateValue = recordResult(this.stateValue, sequence, result);
+    return result;
+  }
+
+  /**
+   * After a restart: an open mutation becomes a quarantine, an open read an interrupted read, and an
+   * unstarted acceptance a definite failure.
+   */
   private async recover(replay: JournalReplay): Promise<void> {
     for (const open of replay.openIntents) {
       const digest = this.stateValue.accepted[open.sequence - 1]?.envelopeDigest ?? '';
-      const result = await this.durably(() =>
-        this.quarantine(open.sequence, open.operationId, open.environmentId, digest, 'intent-without-result'),
-      );
+      // A read changes nothing, so an interrupted one has nothing to clean up: it is answered as
+      // interrupted (certain: no effect) and holds nothing. Only a mutation is quarantined.
+      const result = open.mutating
+        ? await this.durably(() =>
+            this.quarantine(
+              open.sequence,
+              open.operationId,
+              open.environmentId,
+              digest,
+              'intent-without-result',
+            ),
+          )
+        : await this.durably(() => this.interruptedRead(open.sequence, open.operationId, digest));
       this.pending.push({ sequence: open.sequence, wire: result });
     }
     for (const idle of replay.notStarted) {

@@ -325,6 +325,44 @@ describe('crash between intent and result', () => {
     expect(reopened.state.lastSequence).toBe(3);
   });
 
+  it('answers a read interrupted by a crash or a throw as interrupted-read, holding nothing', async () => {
+    const describeOf = (sequence: number, id: string) =>
+      sign(sequence, { operation: { id, kind: 'describe' }, effectiveSpec: {} });
+    const crashing = await openHost(counted(dir).effects, {
+      afterIntent: () => {
+        throw new Error('simulated crash after the intent was journaled');
+      },
+    });
+    const read = describeOf(1, 'read-1');
+    ctl.queue.push(read);
+    await expect(crashing.step(signal())).rejects.toThrow(/simulated crash/);
+    await crashing.close();
+
+    // A read changed nothing: after the restart it is answered, certain, and nothing is quarantined.
+    const { effects } = counted(dir);
+    const failing: HostEffects = {
+      ...effects,
+      describe: () => Promise.reject(new Error('disk went away mid-read')),
+    };
+    const host = await openHost(failing);
+    expect(host.quarantines).toEqual([]);
+    await host.step(signal());
+    expect(verified(ctl.reports[0] as HostResultWire, read).outcome).toEqual({
+      status: 'failed',
+      document: { code: 'interrupted-read' },
+    });
+    // A read whose effect throws is answered the same way, and the Environment is not held.
+    const second = describeOf(2, 'read-2');
+    ctl.queue.push(second);
+    await host.step(signal());
+    expect(verified(ctl.reports.at(-1) as HostResultWire, second).outcome.document).toEqual({
+      code: 'interrupted-read',
+    });
+    expect(host.quarantines).toEqual([]);
+    ctl.queue.push(sign(3));
+    expect(await host.step(signal())).toMatchObject({ accepted: 1, declined: 0 });
+  });
+
   it('quarantines an effect that throws part-way, and the quarantine survives a restart', async () => {
     const { effects, calls } = counted(dir);
     const failing: HostEffects = {
