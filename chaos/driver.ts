@@ -27,12 +27,12 @@ export interface DriveOptions {
   onProgress?: (done: number, failed: number) => void;
 }
 
-export async function drive(options: DriveOptions): Promise<EnvironmentRecord[]> {
-  const { client, recorder } = options;
-  const records: EnvironmentRecord[] = Array.from({ length: options.n }, (_, index) => ({
+/** The record of Environment `index`, before its lifecycle starts. */
+export function newRecord(index: number, plan: EnvironmentRecord['plan']): EnvironmentRecord {
+  return {
     index,
     key: `env-${index}`,
-    plan: planLifecycle(options.seed, index),
+    plan,
     environmentId: null,
     operationId: null,
     outcome: null,
@@ -41,7 +41,14 @@ export async function drive(options: DriveOptions): Promise<EnvironmentRecord[]>
     trace: [],
     startedAtMs: 0,
     endedAtMs: null,
-  }));
+  };
+}
+
+export async function drive(options: DriveOptions): Promise<EnvironmentRecord[]> {
+  const { client, recorder } = options;
+  const records = Array.from({ length: options.n }, (_, index) =>
+    newRecord(index, planLifecycle(options.seed, index)),
+  );
   let next = 0;
   let done = 0;
   let failed = 0;

@@ -15,7 +15,7 @@ import {
 import { isEd25519Key } from '../providers/sandbox-host/signing.ts';
 import { readTrustHistory, replaceTrustDurably } from '../providers/sandbox-host/trust-store.ts';
 import type { VerificationKey, VerificationTrust } from '../providers/sandbox-host/trust.ts';
-import type { HostCertificateRow } from '../store/sandbox-hosts.ts';
+import { readHosts, type HostCertificateRow, type HostRow } from '../store/sandbox-hosts.ts';
 import { configFromEnvironment, openDatabase } from './context.ts';
 import { refuseWhileServing } from './journal-reader.ts';
 import { UsageError } from './usage.ts';
@@ -218,30 +218,15 @@ export async function enrollHostFromFile(
 
 // ---- list ----
 
-export interface HostListing {
-  hostId: string;
-  state: string;
-  enrolledAt: string;
-  retiredAt: string | null;
+export interface HostListing extends HostRow {
   certificates: Array<Omit<HostCertificateRow, 'hostId' | 'fingerprintSha256'> & { fingerprint: string }>;
 }
-
-const iso = (column: string, alias: string) =>
-  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "${alias}"`;
 
 /** Every host with its state and certificate generations (fingerprints shortened to 16 hex). */
 export async function listHosts(options: { json?: boolean }, deps: HostsDeps = {}): Promise<HostListing[]> {
   const out = deps.out ?? ((text: string) => process.stdout.write(text));
   return withDatabase(deps, async (db) => {
-    const { rows } = await db.query<{
-      hostId: string;
-      state: string;
-      enrolledAt: string;
-      retiredAt: string | null;
-    }>(
-      `SELECT host_id AS "hostId", state, ${iso('enrolled_at', 'enrolledAt')}, ${iso('retired_at', 'retiredAt')}
-         FROM sandbox_hosts ORDER BY host_id`,
-    );
+    const rows = await readHosts(db);
     const hosts: HostListing[] = [];
     for (const row of rows) {
       const certificates = (await listCertificates(db, row.hostId)).map(

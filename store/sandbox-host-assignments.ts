@@ -4,9 +4,7 @@
 // from Issued: "no row changed" means another report won, and the caller reads what it stored.
 // Envelope and result documents come back as the parsed jsonb; the caller re-checks them.
 import type { Queryable } from './db.ts';
-
-const iso = (column: string, alias: string) =>
-  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "${alias}"`;
+import { isoColumn } from './sandbox-hosts.ts';
 
 export type AssignmentState = 'Issued' | 'Reported';
 
@@ -32,7 +30,7 @@ const COLUMNS = `host_id AS "hostId", sequence, operation_id AS "operationId",
   operation_kind AS "operationKind", envelope, envelope_sha256 AS "envelopeSha256",
   environment_id AS "environmentId", lease_operation_id AS "leaseOperationId",
   resource_generation AS "resourceGeneration", provider_fence AS "providerFence", state,
-  ${iso('issued_at', 'issuedAt')}, result, result_sha256 AS "resultSha256", ${iso('reported_at', 'reportedAt')}`;
+  ${isoColumn('issued_at', 'issuedAt')}, result, result_sha256 AS "resultSha256", ${isoColumn('reported_at', 'reportedAt')}`;
 
 export async function readAssignmentByOperation(
   q: Queryable,

@@ -5,7 +5,8 @@
 // Enrollment evidence never reaches this file: only its digest and the verifier's outcome do.
 import type { Queryable } from './db.ts';
 
-const iso = (column: string, alias: string) =>
+/** A timestamptz column as a canonical UTC ISO instant, aliased. */
+export const isoColumn = (column: string, alias: string) =>
   `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "${alias}"`;
 
 export type EnrollmentOutcomeName = 'Accepted' | 'Refused';
@@ -60,7 +61,7 @@ export async function readEnrollmentDecision(
 ): Promise<EnrollmentDecisionRow | null> {
   const { rows } = await q.query<EnrollmentDecisionRow>(
     `SELECT evidence_sha256 AS "evidenceSha256", outcome, reason_code AS "reasonCode",
-            verifier_profile AS "verifierProfile", host_id AS "hostId", ${iso('decided_at', 'decidedAt')}
+            verifier_profile AS "verifierProfile", host_id AS "hostId", ${isoColumn('decided_at', 'decidedAt')}
        FROM sandbox_host_enrollment_decisions WHERE evidence_sha256 = $1`,
     [evidenceSha256],
   );
@@ -110,6 +111,23 @@ export async function insertHost(
     [host.hostId, host.evidenceSha256, host.enrolledAt.toISOString()],
   );
   return rowCount === 1;
+}
+
+export interface HostRow {
+  hostId: string;
+  state: HostState;
+  enrolledAt: string;
+  retiredAt: string | null;
+}
+
+/** Every host, enrolled or retired, in host id order. */
+export async function readHosts(q: Queryable): Promise<HostRow[]> {
+  const { rows } = await q.query<HostRow>(
+    `SELECT host_id AS "hostId", state, ${isoColumn('enrolled_at', 'enrolledAt')},
+            ${isoColumn('retired_at', 'retiredAt')}
+       FROM sandbox_hosts ORDER BY host_id`,
+  );
+  return rows;
 }
 
 /** Enrolled -> Retired, once; false when the host is unknown or already retired. */
@@ -178,8 +196,8 @@ export async function insertHostCertificate(
 export async function readHostCertificates(q: Queryable, hostId: string): Promise<HostCertificateRow[]> {
   const { rows } = await q.query<HostCertificateRow>(
     `SELECT host_id AS "hostId", generation, fingerprint_sha256 AS "fingerprintSha256", state,
-            ${iso('not_before', 'notBefore')}, ${iso('not_after', 'notAfter')},
-            ${iso('revoked_at', 'revokedAt')}
+            ${isoColumn('not_before', 'notBefore')}, ${isoColumn('not_after', 'notAfter')},
+            ${isoColumn('revoked_at', 'revokedAt')}
        FROM sandbox_host_certificates WHERE host_id = $1 ORDER BY generation`,
     [hostId],
   );
@@ -256,8 +274,8 @@ export async function updateTrustRow(
 export async function readTrustKeys(q: Queryable): Promise<TrustKeyRow[]> {
   const { rows } = await q.query<TrustKeyRow>(
     `SELECT key_version AS "keyVersion", public_key_pem AS "publicKeyPem",
-            ${iso('not_before', 'notBefore')}, ${iso('not_after', 'notAfter')}, role,
-            ${iso('retired_at', 'retiredAt')}
+            ${isoColumn('not_before', 'notBefore')}, ${isoColumn('not_after', 'notAfter')}, role,
+            ${isoColumn('retired_at', 'retiredAt')}
        FROM control_verification_keys ORDER BY key_version`,
   );
   return rows;

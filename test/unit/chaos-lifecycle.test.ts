@@ -4,13 +4,8 @@
 // a lease that is merely not ready by the deadline is still `lifecycle-stuck`.
 import { describe, expect, it } from 'vitest';
 import type { Answer, ChaosClient } from '../../chaos/client.ts';
-import {
-  LifecycleFailure,
-  parkedLapse,
-  runLifecycle,
-  type EnvironmentRecord,
-  type LifecyclePlan,
-} from '../../chaos/lifecycle.ts';
+import { LifecycleFailure, parkedLapse, runLifecycle, type LifecyclePlan } from '../../chaos/lifecycle.ts';
+import { newRecord } from '../../chaos/driver.ts';
 import { Recorder } from '../../chaos/recorder.ts';
 import { authorityLapseCodes } from '../../machines/environment-context.ts';
 
@@ -28,20 +23,6 @@ const quietPlan: LifecyclePlan = {
   staleAbandonAfterRelease: false,
   provisionAfterReleased: false,
 };
-
-const newRecord = (): EnvironmentRecord => ({
-  index: 0,
-  key: 'env-0',
-  plan: quietPlan,
-  environmentId: null,
-  operationId: null,
-  outcome: null,
-  failure: null,
-  staleKeys: [],
-  trace: [],
-  startedAtMs: 0,
-  endedAtMs: null,
-});
 
 /** Answers each request by its method and path; `inspect` is the lease every inspection shows. */
 function scriptedClient(inspect: Record<string, unknown>) {
@@ -106,7 +87,7 @@ describe('runLifecycle while waiting for readiness', () => {
   it('releases a parked lease at once and records it as parked, not as a finding', async () => {
     const { client, calls } = scriptedClient(parkedLease('authority-unavailable'));
     const { ctx, recorder } = contextFor(client, 90_000);
-    const record = newRecord();
+    const record = newRecord(0, quietPlan);
     const started = Date.now();
 
     await runLifecycle(ctx, record);
@@ -129,7 +110,7 @@ describe('runLifecycle while waiting for readiness', () => {
       failure: null,
     });
     const { ctx, recorder } = contextFor(client, -1);
-    const record = newRecord();
+    const record = newRecord(0, quietPlan);
 
     await expect(runLifecycle(ctx, record)).rejects.toBeInstanceOf(LifecycleFailure);
 
