@@ -73,10 +73,17 @@ export type AttemptOutcome =
       resources?: ResourceSummary[];
       observation?: Observation;
       found?: OwnedResource[];
+      /** A release: uncertain provisions of the lease the provider proves over (see callSettled). */
+      settledCalls?: string[];
       /** A BuildTest step: what it made of the operation, and the evidence for its row. */
       buildTest?: { outcome: CommandOutcome; evidence: Record<string, unknown> };
     }
-  | { state: 'Failed' | 'Unknown'; error: { code: string; message: string } };
+  | {
+      state: 'Failed' | 'Unknown';
+      error: { code: string; message: string };
+      /** Refused by the worker before any provider call (see the provider.failed event). */
+      madeNoCall?: true;
+    };
 
 export interface AttemptDeps {
   db: Queryable;
@@ -451,13 +458,17 @@ export function completeAttempt(
             resource: outcome.resource ?? null,
             receipt: outcome.receipt ?? null,
             resources: outcome.resources ?? null,
+            ...(outcome.settledCalls === undefined ? {} : { settledCalls: outcome.settledCalls }),
             ...(authorityLapse === undefined ? {} : { authorityLapse }),
           }
-        : {
-            type: outcome.state === 'Failed' ? 'provider.failed' : 'provider.unknown',
-            ...fencesOf(attempt, kind),
-            error: outcome.error,
-          };
+        : outcome.state === 'Failed'
+          ? {
+              type: 'provider.failed',
+              ...fencesOf(attempt, kind),
+              error: outcome.error,
+              ...(outcome.madeNoCall === true ? { madeNoCall: true as const } : {}),
+            }
+          : { type: 'provider.unknown', ...fencesOf(attempt, kind), error: outcome.error };
     return { event, value: true };
   });
 }

@@ -235,6 +235,11 @@ export class ReleaseBlockedError extends ActorError {
   override get extensions() {
     return { unresolvedAttempts: this.unresolvedAttempts, pendingCleanups: this.pendingCleanups };
   }
+
+  /** Reconciliation looks at unresolved attempts every few seconds (SANDLOT_RECONCILE_EVERY_MS). */
+  override get retryAfterSeconds(): number {
+    return 5;
+  }
 }
 
 /** A run-bound route called without the exact project/run bindings in the token. */

@@ -60,6 +60,8 @@ export async function startChaosKube(
     [`${P}EXPECTED_RUNTIME_HANDLER`]: RUNTIME_HANDLER,
     [`${P}RECONCILIATION_TIMEOUT_SECONDS`]: '10',
     [`${P}POLL_INTERVAL_MILLISECONDS`]: '50',
+    // The fake API applies a request before it answers: nothing of a call lands a second later.
+    [`${P}API_SERVER_REQUEST_TIMEOUT_SECONDS`]: '1',
   };
   const env = Object.fromEntries(
     Object.entries(validEnv({ ...settings, KUBECONFIG: kubeconfig })).filter(

@@ -193,10 +193,19 @@ export type ResourceSummary = z.infer<typeof resourceSummarySchema>;
 export const succeededEventSchema = z.strictObject({
   type: z.literal('provider.succeeded'),
   ...attemptFences,
-  /** provision: the resource; release: the receipt; listOwned: every exactly-owned resource. */
+  /**
+   * provision: the resource; release: the receipt; listOwned: every exactly-owned resource; release:
+   * what its exact lookup found of the lease's operation before releasing it (null: not reported).
+   */
   resource: resourceSummarySchema.nullable(),
   receipt: json.nullable(),
   resources: z.array(resourceSummarySchema).nullable(),
+  /**
+   * release only: unresolved provision attempts of the lease that the provider proves can no longer
+   * take effect (their in-flight window had passed when the release's exact lookup began, or the
+   * provider holds a signed answer for each of its calls), so that lookup finding nothing settles them.
+   */
+  settledCalls: z.array(z.string()).optional(),
   /**
    * Set when the provisioning subject's fresh authority or the run's pinned selection no longer
    * held as this result was committed: the result stands, but the lease is parked, not dispatchable.
@@ -208,6 +217,11 @@ export const failedEventSchema = z.strictObject({
   type: z.literal('provider.failed'),
   ...attemptFences,
   error: z.object({ code: z.string(), message: z.string() }),
+  /**
+   * The worker refused the attempt before calling the provider (network policy not verified, the
+   * provider changed): proof about this attempt only, never about an earlier one of the operation.
+   */
+  madeNoCall: z.literal(true).optional(),
 });
 
 export const unknownEventSchema = z.strictObject({

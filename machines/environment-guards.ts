@@ -78,6 +78,32 @@ export function othersAwaitResult({ context, event }: Args): boolean {
   );
 }
 
+/**
+ * What a current release's result proves about another unresolved attempt of the lease: an earlier
+ * release is answered by this one's receipt (the same resource, released and confirmed absent); a
+ * provision only when the release's exact lookup found its operation's resource (and released it),
+ * or when the provider proves that call can no longer take effect (`settledCalls`). An empty lookup
+ * alone proves nothing about a provision that may still land.
+ */
+export function evidencedBy(
+  context: EnvironmentContext,
+  event: EnvironmentEvent,
+  attemptId: string,
+): boolean {
+  const attempt = context.sandbox.unresolved[attemptId];
+  if (attempt === undefined || event.type !== 'provider.succeeded') return false;
+  if (attempt.kind === 'release') return true;
+  return foundOwnResource({ context, event }) || (event.settledCalls ?? []).includes(attemptId);
+}
+
+/** Another unresolved attempt of the lease that this result is no evidence about. */
+export function othersUnevidenced({ context, event }: Args): boolean {
+  return (
+    isResult(event) &&
+    otherUnresolved(context.sandbox, event.attemptId).some((id) => !evidencedBy(context, event, id))
+  );
+}
+
 export const releaseConfirmed = ({ context }: Args): boolean =>
   context.sandbox.lease?.releaseConfirmed === true;
 

@@ -8,6 +8,7 @@ import {
 } from './environment-context.ts';
 import { attemptIdFor, type EffectKind } from './environment-effects.ts';
 import type { EnvironmentEvent, ResourceSummary } from './environment-events.ts';
+import { evidencedBy } from './environment-guards.ts';
 
 type Args = { context: EnvironmentContext; event: EnvironmentEvent };
 /** The kinds of attempt a lease opens (cleanup and sweep attempts belong to the cleanup region). */
@@ -225,6 +226,37 @@ export function settleAllUnresolved({ context }: Args): SandboxContext {
     ),
   );
   return withLease({ ...context.sandbox, unresolved }, { reconcileAttemptId: null, recovering: null });
+}
+
+/** The lease's other unresolved attempts that a current release's result is evidence about. */
+export function evidencedOfLease({ context, event }: Args): string[] {
+  return unresolvedOfLease(context).filter(
+    (id) => !('attemptId' in event && id === event.attemptId) && evidencedBy(context, event, id),
+  );
+}
+
+/** A release answered, but not for every uncertain call: those are settled, the rest stay. */
+export function settleEvidenced(args: Args): SandboxContext {
+  const settled = new Set(evidencedOfLease(args));
+  const unresolved = Object.fromEntries(
+    Object.entries(args.context.sandbox.unresolved).filter(([id]) => !settled.has(id)),
+  );
+  return { ...args.context.sandbox, unresolved };
+}
+
+/** Why the lease waits in ReconciliationRequired after its release answered: what is still open. */
+export function recordReleaseUnsettled(args: Args): SandboxContext {
+  const open = unresolvedOfLease(args.context).filter(
+    (id) =>
+      !('attemptId' in args.event && id === args.event.attemptId) &&
+      !evidencedBy(args.context, args.event, id),
+  );
+  return withLease(args.context.sandbox, {
+    failure: {
+      code: 'release-unsettled',
+      message: `released what an exact lookup found, but attempt ${open.join(', ')} may still take effect: it stays unresolved until its resource is found or the provider proves it can no longer land`,
+    },
+  });
 }
 
 export function unresolvedOfLease(context: EnvironmentContext): string[] {

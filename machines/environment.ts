@@ -40,9 +40,36 @@ const resolveAll = (as: ResolvedAs, resolution: string) => ({
 /** Why an unresolved attempt was settled by evidence other than its own result. */
 const RESOLVED = {
   byRetry: 'the same deterministic resource was created or adopted by a retry under the same operation',
-  refusedRetry: 'a retry under the same operation was refused definitively, so the resource does not exist',
-  absent: 'a fenced release found nothing of ours left by an exact lookup (KnownOwnedAbsent)',
+  released: 'a later release of the lease released its resource and confirmed it absent (KnownOwnedAbsent)',
+  found: "the release's exact lookup found the operation's resource and released it (KnownOwnedAbsent)",
+  proven:
+    "the provider proves the call can no longer take effect, and the release's exact lookup after that found nothing",
 } as const;
+
+/**
+ * The lease's other unresolved attempts that a current release's result is evidence about, each
+ * with the evidence (see evidencedBy); the rest stay unresolved.
+ */
+const resolveEvidenced = {
+  type: 'record.attemptsResolved' as const,
+  params: ({ context, event }: { context: EnvironmentContext; event: EnvironmentEvent }) =>
+    u.evidencedOfLease({ context, event }).map((attemptId) => {
+      const kind = context.sandbox.unresolved[attemptId]?.kind;
+      const found = event.type === 'provider.succeeded' && (event.resources ?? []).length > 0;
+      const resolution = kind === 'release' ? RESOLVED.released : found ? RESOLVED.found : RESOLVED.proven;
+      return { attemptId, state: 'Superseded' as const, resolution };
+    }),
+};
+
+/** A current release answered while another call may still land: settle what it proves, keep the rest. */
+const releaseAnsweredUnsettled = [
+  'settleAttempt' as const,
+  resolveEvidenced,
+  'settleEvidenced' as const,
+  'confirmRelease' as const,
+  'recordReleaseUnsettled' as const,
+  { type: 'setRecovering' as const, params: { what: 'release' as const } },
+];
 
 const open = (kind: u.LeaseEffectKind) => [
   { type: 'openAttempt' as const, params: { kind } },
@@ -173,16 +200,21 @@ export const environmentMachine = environmentSetup.createMachine({
                 ],
               },
             ],
-            'provider.failed': {
-              guard: current('provision'),
-              target: 'Failed',
-              actions: [
-                'settleAttempt',
-                'recordFailure',
-                resolveAll('Superseded', RESOLVED.refusedRetry),
-                'settleAllUnresolved',
-              ],
-            },
+            'provider.failed': [
+              // A failure of this call (even a refusal before any call) proves nothing about an
+              // earlier call of the operation, which may still land: the lease waits, visibly, with
+              // the failure as its reason, until evidence about that call settles it.
+              {
+                guard: and([current('provision'), 'othersUnresolved']),
+                target: 'ReconciliationRequired',
+                actions: [
+                  'settleAttempt',
+                  'recordFailure',
+                  { type: 'setRecovering', params: { what: 'provision' } },
+                ],
+              },
+              { guard: current('provision'), target: 'Failed', actions: ['settleAttempt', 'recordFailure'] },
+            ],
             'provider.unknown': {
               guard: current('provision'),
               target: 'ReconciliationRequired',
@@ -253,13 +285,22 @@ export const environmentMachine = environmentSetup.createMachine({
                 guard: and([current('release'), 'othersAwaitResult']),
                 actions: ['settleAttempt', 'confirmRelease'],
               },
-              // The fenced release's exact lookup found nothing of ours left (KnownOwnedAbsent): that
-              // settles every attempt opened before the abandon, and any earlier release of the
-              // same key. A create that still lands later becomes a late-resource cleanup record.
+              // An Unknown call may still land, and this release is no evidence about it (its lookup
+              // did not find the operation's resource, and the provider cannot prove the call is
+              // over): released what was found, but the lease is not Released; reconciliation
+              // releases again until the evidence is there.
+              {
+                guard: and([current('release'), 'othersUnevidenced']),
+                target: 'ReconciliationRequired',
+                actions: releaseAnsweredUnsettled,
+              },
+              // Every other attempt is answered by this result: an earlier release by its receipt,
+              // a provision by the operation's resource found and released, or by the provider's
+              // proof that the call can no longer take effect.
               {
                 guard: current('release'),
                 target: 'Released',
-                actions: ['settleAttempt', resolveAll('Superseded', RESOLVED.absent), 'settleAllUnresolved'],
+                actions: ['settleAttempt', resolveEvidenced, 'settleAllUnresolved'],
               },
               // The stale provision created something after all: release again.
               {
@@ -395,9 +436,13 @@ export const environmentMachine = environmentSetup.createMachine({
                 actions: ['settleAttempt', 'adoptResource', 'settleAllUnresolved'],
               },
               {
+                guard: and([current('release'), 'othersUnevidenced']),
+                actions: releaseAnsweredUnsettled,
+              },
+              {
                 guard: current('release'),
                 target: 'Released',
-                actions: ['settleAttempt', resolveAll('Superseded', RESOLVED.absent), 'settleAllUnresolved'],
+                actions: ['settleAttempt', resolveEvidenced, 'settleAllUnresolved'],
               },
               { guard: stale('provision'), actions: ['settleAttempt', 'adoptResource'] },
             ],
@@ -408,7 +453,15 @@ export const environmentMachine = environmentSetup.createMachine({
                 actions: ['settleAttempt', 'recordFailure'],
               },
             ],
-            'provider.unknown': { guard: current('listOwned'), actions: 'settleAttempt' },
+            'provider.unknown': [
+              { guard: current('listOwned'), actions: 'settleAttempt' },
+              // An attempt of the lease went past its deadline while the lease waits here: it is
+              // Unknown now (no longer awaited as Pending), and stays unresolved.
+              {
+                guard: or([current('provision'), current('release'), staleAny]),
+                actions: 'markUnknown',
+              },
+            ],
             'sandbox.abandon': { guard: 'leaseMatches', target: 'Releasing', actions: 'beginRelease' },
           },
         },

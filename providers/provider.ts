@@ -99,6 +99,12 @@ export interface RenewReceipt {
   expiresAt: string;
 }
 
+/** A provision call whose outcome is unknown: its lease operation and the deadline it was given. */
+export interface UncertainCall {
+  operationId: string;
+  deadline: Date;
+}
+
 export type DescribeResult = { present: true; resource: ProviderResource } | { present: false };
 
 export interface SandboxProvider {
@@ -118,6 +124,13 @@ export interface SandboxProvider {
   renew(request: RenewRequest, options: CallOptions): Promise<RenewReceipt>;
   /** Deletes and waits until an exact lookup shows the resource gone. */
   release(request: ReleaseRequest, options: CallOptions): Promise<ReleaseReceipt>;
+  /**
+   * The provider's own proof that an uncertain provision can no longer take effect as of an exact
+   * listing begun at `listedAt`, so that listing not finding its resource is evidence it has none
+   * (see docs/architecture.md "Uncertain stays uncertain"). False whenever the provider cannot
+   * prove it: a timeout, an empty list or a refusal alone never is.
+   */
+  callSettled(call: UncertainCall, listedAt: Date): Promise<boolean>;
 }
 
 /** One resource as the provider's own inventory lists it: its identity and the owner stamped on it. */

@@ -15,7 +15,7 @@ import { classifyProviderFailure } from '../providers/errors.ts';
 import type { CallOptions, OwnerBinding, ProviderResource, SandboxProvider } from '../providers/provider.ts';
 import { canonicalJson } from '../lib/canonical-json.ts';
 import type { SandlotMetrics } from '../lib/metrics.ts';
-import { readAttempt, type AttemptRow } from '../store/attempts.ts';
+import { readAttempt, readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
 import { readLeaseByOperation } from '../store/leases.ts';
 import type { EffectJob, EffectProcessor } from './effect-queue.ts';
 import { runBuildTestStep, type BuildTestWorkerDeps } from './build-test-step.ts';
@@ -152,7 +152,9 @@ async function call(
     }
     case 'release': {
       // Release what the lease recorded plus anything an exact lookup finds for this operation,
-      // so a resource created by a response we never saw is released too.
+      // so a resource created by a response we never saw is released too. What the lookup did not
+      // find settles an uncertain provision only with the provider's proof that it is over.
+      const listedAt = new Date();
       const listed = await provider.listOwned(
         {
           owner: {
@@ -173,16 +175,40 @@ async function call(
           await provider.release({ owner, resourceId, options: snapshot, idempotencyKey }, options),
         );
       }
+      const settledCalls = listed.length > 0 ? [] : await settledProvisions(deps, attempt, listedAt);
       return {
         state: 'Succeeded',
         receipt: {
           outcome: 'KnownOwnedAbsent',
           idempotencyKey,
           resourceIds: receipts.map((r) => r.resourceId),
+          listedResourceIds: listed.map((r) => r.resourceId),
+          settledCalls,
         },
+        resources: listed.map(summaryOf),
+        settledCalls,
       };
     }
   }
+}
+
+/**
+ * The operation's uncertain provision calls (Dispatched or Unknown) that the provider proves can no
+ * longer take effect as of a listing begun at `listedAt` (`SandboxProvider.callSettled`).
+ */
+async function settledProvisions(
+  deps: EffectProcessorDeps,
+  release: AttemptRow,
+  listedAt: Date,
+): Promise<string[]> {
+  const settled: string[] = [];
+  for (const a of await readAttemptsOfOperation(deps.db, release.operationId)) {
+    if (a.kind !== 'provision' || a.resourceGeneration !== release.resourceGeneration) continue;
+    if ((a.state !== 'Dispatched' && a.state !== 'Unknown') || a.deadlineAt === null) continue;
+    const call = { operationId: a.operationId, deadline: new Date(a.deadlineAt) };
+    if (await deps.provider.callSettled(call, listedAt)) settled.push(a.attemptId);
+  }
+  return settled;
 }
 
 /**
@@ -324,10 +350,16 @@ export async function runAttempt(
   const callSignal = AbortSignal.any([signal, AbortSignal.timeout(deps.callTimeoutMs)]);
   let outcome: AttemptOutcome;
   try {
+    const refusal =
+      (await providerRefusal(deps, begun.attempt)) ?? (await networkPolicyRefusal(deps, begun.attempt));
+    // A refusal made no call: it proves something about this attempt only (the machine keeps any
+    // earlier uncertain call of the operation unresolved).
     outcome =
-      (await providerRefusal(deps, begun.attempt)) ??
-      (await networkPolicyRefusal(deps, begun.attempt)) ??
-      (await timedCall(deps, begun.attempt, { signal: callSignal, deadline: begun.deadline }));
+      refusal === null
+        ? await timedCall(deps, begun.attempt, { signal: callSignal, deadline: begun.deadline })
+        : refusal.state === 'Failed'
+          ? { ...refusal, madeNoCall: true }
+          : refusal;
   } catch (error) {
     outcome = failureOutcome(begun.attempt, error);
   }

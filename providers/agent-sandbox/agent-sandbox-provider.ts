@@ -20,6 +20,7 @@ import type {
   RenewRequest,
   ResourceRef,
   SandboxProvider,
+  UncertainCall,
 } from '../provider.ts';
 import { agentSandboxIdentity } from './identity.ts';
 import { clusterPinOf } from './cluster-pin.ts';
@@ -46,6 +47,7 @@ export class AgentSandboxProvider implements SandboxProvider, ProviderInventory 
   private readonly kubeConfig: KubeConfig;
   private readonly kube: KubeClient;
   private readonly snapshot: AgentSandboxSnapshot;
+  private readonly requestTimeoutMs: number;
 
   constructor(deps: AgentSandboxProviderDeps) {
     this.identity = agentSandboxIdentity(deps.options.optionsRevision);
@@ -53,6 +55,15 @@ export class AgentSandboxProvider implements SandboxProvider, ProviderInventory 
     // Throws ClusterTrustError for http://, insecure-skip-tls-verify or no CA: refused at start-up.
     this.snapshot = snapshotOf(deps.options, clusterPinOf(deps.kubeConfig));
     this.kube = new KubeClient(deps.kubeConfig);
+    this.requestTimeoutMs = deps.options.apiServerRequestTimeoutSeconds * 1000;
+  }
+
+  /**
+   * Our client stops sending at the call's deadline, and the API server acts on a request at most
+   * its request timeout after it arrived: past both, nothing that call sent can still be applied.
+   */
+  callSettled(call: UncertainCall, listedAt: Date): Promise<boolean> {
+    return Promise.resolve(listedAt.getTime() >= call.deadline.getTime() + this.requestTimeoutMs);
   }
 
   optionsSnapshot(): ProviderOptionsSnapshot {

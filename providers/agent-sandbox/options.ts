@@ -35,6 +35,12 @@ export interface AgentSandboxOptions {
    * that removes a sandbox whose control plane is gone, long after the lease's expiry.
    */
   shutdownGraceSeconds: number;
+  /**
+   * The longest the API server may still act on a request after it arrived (kube-apiserver's
+   * `--request-timeout`, 60 s by default): a create whose answer we never saw can no longer land
+   * once its call deadline plus this has passed. Not part of the lease's options snapshot.
+   */
+  apiServerRequestTimeoutSeconds: number;
   /** The optional AgentHost launch profile; absent, the template is the legacy one. */
   agentHost?: AgentHostProfile;
   connection: KubernetesConnection;
@@ -114,6 +120,7 @@ const settings = z.object({
   RECONCILIATION_TIMEOUT_SECONDS: int(1, 3600),
   POLL_INTERVAL_MILLISECONDS: int(50, 60_000),
   SHUTDOWN_GRACE_SECONDS: int(SHUTDOWN_GRACE_BOUNDS.min, SHUTDOWN_GRACE_BOUNDS.max).optional(),
+  API_SERVER_REQUEST_TIMEOUT_SECONDS: int(1, 3600).optional(),
   AGENT_HOST_CONFIG_MAP_NAME: dnsLabel.optional(),
   AGENT_HOST_TLS_SECRET_NAME: dnsLabel.optional(),
 });
@@ -219,6 +226,7 @@ export function loadAgentSandboxOptions(
     reconciliationTimeoutSeconds: s.RECONCILIATION_TIMEOUT_SECONDS,
     pollIntervalMilliseconds: s.POLL_INTERVAL_MILLISECONDS,
     shutdownGraceSeconds: s.SHUTDOWN_GRACE_SECONDS ?? DEFAULT_SHUTDOWN_GRACE_SECONDS,
+    apiServerRequestTimeoutSeconds: s.API_SERVER_REQUEST_TIMEOUT_SECONDS ?? 60,
     ...(agentHost === undefined ? {} : { agentHost }),
     connection,
   };

@@ -44,6 +44,7 @@ import type {
   RenewRequest,
   ResourceRef,
   SandboxProvider,
+  UncertainCall,
 } from '../provider.ts';
 import { AssignmentConflictError, AssignmentStaleFenceError, issueAssignment } from './assignments.ts';
 import type { OperationKind } from './envelope-schema.ts';
@@ -171,6 +172,22 @@ export class SandboxHostProvider implements SandboxProvider {
 
   optionsSnapshot(): ProviderOptionsSnapshot {
     return { protocol: 'sandbox.host-control/v1' };
+  }
+
+  /**
+   * A host runs an envelope only before its expiry and answers each with a signed result. So an
+   * uncertain provision is over once its deadline and the longest envelope life have passed (an
+   * envelope issued late by a stalled caller expires too) and every provision envelope of its
+   * operation holds a host-signed answer that is not itself uncertain: a success (the listing
+   * would show it) or a signed no-effect refusal. A silent host proves nothing.
+   */
+  async callSettled(call: UncertainCall, listedAt: Date): Promise<boolean> {
+    if (listedAt.getTime() < call.deadline.getTime() + this.ttlMs) return false;
+    const provisions = await this.store(() => readLeaseProvisions(this.db, call.operationId));
+    return provisions.every((attempt) => {
+      const body = resultOf(attempt);
+      return body !== null && body.outcome.status !== 'uncertain';
+    });
   }
 
   /** Test and chaos hook: the next call of `operation` is applied, but its answer is dropped. */

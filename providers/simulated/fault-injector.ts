@@ -42,6 +42,7 @@ export class FaultInjector {
   private readonly random: () => number;
   private readonly calls = new Map<ProviderOperation, number>();
   private readonly oneShots = new Map<ProviderOperation, { fault: InjectedFault; ms?: number }[]>();
+  private injectedLateMs = 0;
 
   constructor(
     private readonly plan: FaultPlan = {},
@@ -53,8 +54,20 @@ export class FaultInjector {
   /** The next call of `operation` suffers `fault`, ahead of the script and the rates. */
   inject(operation: ProviderOperation, fault: InjectedFault, ms?: number): void {
     const queue = this.oneShots.get(operation) ?? [];
+    if (fault === 'late-resource') this.injectedLateMs = Math.max(this.injectedLateMs, ms ?? 0);
     queue.push(ms === undefined ? { fault } : { fault, ms });
     this.oneShots.set(operation, queue);
+  }
+
+  /**
+   * The longest a late resource of this plan can take to appear after its call: the default, every
+   * scripted late-resource delay, and every one injected into this injector.
+   */
+  maxLateMs(): number {
+    const scripted = (this.plan.script ?? [])
+      .filter((entry) => entry.fault === 'late-resource')
+      .map((entry) => entry.ms ?? DEFAULT_LATE_MS);
+    return Math.max(DEFAULT_LATE_MS, this.injectedLateMs, ...scripted);
   }
 
   next(operation: ProviderOperation): FaultDecision {

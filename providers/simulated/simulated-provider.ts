@@ -36,6 +36,7 @@ import type {
   RenewRequest,
   ResourceRef,
   SandboxProvider,
+  UncertainCall,
 } from '../provider.ts';
 import { FaultInjector, type FaultDecision, type InjectedFault } from './fault-injector.ts';
 import type { FaultPlan, ProviderOperation } from './fault-plan.ts';
@@ -56,6 +57,9 @@ export interface SimulatedProviderOptions {
   /** Test hook: placement keys merged into each resource's (e.g. an AgentHost `podIP`/`serviceDns`). */
   placementFor?: (resourceId: string) => Record<string, string>;
 }
+
+/** How long a late resource's store write may take after its delay (part of the in-flight window). */
+const SIMULATED_STORE_MARGIN_MS = 1_000;
 
 // Call deadlines are wall-clock; the injected `now` only ages resources.
 const budget = callBudget('Simulated');
@@ -187,6 +191,16 @@ export class SimulatedProvider implements SandboxProvider, ProviderInventory {
   async recordedExpiry(resourceId: string): Promise<string | null> {
     const row = await findSimulatedResource(this.db, resourceId);
     return row === null || row.expiresAtMs === null ? null : new Date(row.expiresAtMs).toISOString();
+  }
+
+  /**
+   * The simulated provider's in-flight window: a call's effects land before it answers, except a
+   * late resource, which its fault plan delays by at most `maxLateMs` from the call (always before
+   * the call's deadline), plus a second for its store write. Past that, the call can no longer land.
+   */
+  callSettled(call: UncertainCall, listedAt: Date): Promise<boolean> {
+    const window = this.faults.maxLateMs() + SIMULATED_STORE_MARGIN_MS;
+    return Promise.resolve(listedAt.getTime() >= call.deadline.getTime() + window);
   }
 
   /** Waits for late resources still to be written, so none is lost when the process stops. */

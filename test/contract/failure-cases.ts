@@ -39,6 +39,25 @@ async function expectEveryCallUncertain(
 }
 
 export function failureCases(subject: () => ContractSubject): void {
+  describe('the in-flight proof (callSettled)', () => {
+    it('never proves an uncertain provision over at its own deadline; long after, the exact listing shows what it did', async () => {
+      const s = subject();
+      const owner = newOwner();
+      s.faults.loseNextResponse('provision');
+      const options = budget();
+      await expectUncertain(s.provider.provision(provisionRequest(s, owner), options));
+      const call = { operationId: owner.operationId, deadline: options.deadline };
+      // At the deadline (or just before it) the call may still be landing: no proof.
+      expect(await s.provider.callSettled(call, options.deadline)).toBe(false);
+      expect(await s.provider.callSettled(call, new Date(options.deadline.getTime() - 1))).toBe(false);
+      // An hour later every provider's window has passed (its host answered, for sandbox-host).
+      const later = new Date(options.deadline.getTime() + 3_600_000);
+      expect(await s.provider.callSettled(call, later)).toBe(true);
+      const listed = await s.provider.listOwned(ownedBy(s, owner, owner.operationId), budget());
+      expect(listed).toHaveLength(1);
+    });
+  });
+
   describe('lost connection', () => {
     it('a provision whose response is lost is uncertain; the exact listing finds one resource to adopt', async () => {
       const s = subject();

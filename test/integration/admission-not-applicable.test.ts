@@ -32,6 +32,7 @@ function asSandboxHost(inner: SandboxProvider): SandboxProvider {
     listOwned: (query, options) => inner.listOwned(query, options),
     renew: (request, options) => inner.renew(request, options),
     release: (request, options) => inner.release(request, options),
+    callSettled: (call, listedAt) => inner.callSettled(call, listedAt),
   };
 }
 

@@ -212,8 +212,11 @@ interface CleanupBody {
 interface RowContext {
   subject: Subject;
   s: Scenario;
-  /** Starts the workers (effects only: reconcile passes are the row's to drive). */
-  startWorkers(): Promise<void>;
+  /**
+   * Starts the workers (effects only: reconcile passes are the row's to drive), with another
+   * network policy verifier at dispatch when given.
+   */
+  startWorkers(options?: { networkPolicies?: NetworkPolicyVerifier }): Promise<void>;
 }
 
 /** One reconciliation pass, as the reconciler on a schedule would run it. */
@@ -655,6 +658,88 @@ const rows: Row[] = [
       expect(await subject.live(operationId)).toBe(1);
     },
   },
+  {
+    row: 8,
+    condition: 'a release finds nothing while a timed-out create may still land',
+    action: 'release what was found; the create stays Unknown and blocks release until its resource is found',
+    // The fake Kubernetes API has no fault that applies a create after its call answered (row 6).
+    appliesTo: (provider) => provider === 'simulated',
+    async run(t) {
+      const { subject } = t;
+      subject.h.provider.injectFault('provision', 'late-resource', 2_500);
+      await t.startWorkers();
+      const lease = await provision(t);
+      const { operationId } = lease;
+      await waitLease(t, (l) => l.state === 'ReconciliationRequired');
+      const abandoned = await t.subject.h.request('POST', `${t.s.base}/sandbox/abandon`, {
+        token: t.s.token,
+        body: { resourceGeneration: 1, providerFence: 1, idempotencyKey: 'abandon-1' },
+      });
+      expect(abandoned.status).toBe(202);
+      // The release's exact lookup ran before the create landed: it settles nothing.
+      const waiting = await waitLease(t, (l) => l.state === 'ReconciliationRequired' && l.failure !== null);
+      expect(waiting.failure).toMatchObject({ code: 'release-unsettled' });
+      expect((await releaseEnvironment(t)).status).toBe(409);
+      expect((await attemptsOf(t, operationId)).find((a) => a.kind === 'provision')?.state).toBe('Unknown');
+
+      await eventually('the late create to land', async () =>
+        (await subject.live(operationId)) === 1 ? true : undefined,
+      );
+      await reconcileUntil(
+        t,
+        'the landed create to be found and released',
+        async () => {
+          const l = await leaseOf(t);
+          return l.state === 'Released' ? l : undefined;
+        },
+        NO_SWEEP_MS,
+      );
+      expect(await subject.live(operationId)).toBe(0);
+      expect(await cleanups(t)).toEqual([]);
+      expect((await releaseEnvironment(t)).status).toBe(200);
+    },
+  },
+  {
+    row: 9,
+    condition: 'a provision retry is refused before any call after an Unknown create',
+    action:
+      'the refusal settles only itself: the earlier call stays Unknown, the lease waits with its Workspace',
+    appliesTo: everywhere,
+    async run(t) {
+      const { subject } = t;
+      subject.failNextCreate();
+      // Generation 1 is in force for the first call, and no longer by the retry.
+      let inForce = true;
+      const refusing: NetworkPolicyVerifier = {
+        verify: () =>
+          Promise.resolve(
+            inForce ? { verified: true } : { verified: false, reason: 'generation 1 is no longer in force' },
+          ),
+      };
+      await t.startWorkers({ networkPolicies: refusing });
+      const { operationId } = await provision(t);
+      await waitLease(t, (l) => l.state === 'ReconciliationRequired');
+      inForce = false;
+      await reconcile(t);
+      await waitLease(
+        t,
+        (l) => l.state === 'ReconciliationRequired' && l.failure?.code === 'network-policy-unverified',
+      );
+      expect(await kindsAndStates(t, operationId)).toEqual([
+        ['provision', 'Unknown'],
+        ['listOwned', 'Succeeded'],
+        ['provision', 'Failed'],
+      ]);
+      // No second lease can take the Workspace, and the Environment cannot be released.
+      const second = await t.subject.h.request('POST', `${t.s.base}/sandbox/provision`, {
+        token: t.s.token,
+        body: provisionBody(t.s, 'prov-2'),
+      });
+      expect(second.status).toBe(409);
+      expect((await releaseEnvironment(t)).status).toBe(409);
+      expect(await subject.live(operationId)).toBe(0);
+    },
+  },
 ];
 
 const providers: { name: ProviderName; skip: boolean; open: () => Promise<Subject> }[] = [
@@ -691,16 +776,15 @@ describe.each(providers)('reconciliation table on the $name provider', ({ name, 
         await row.run({
           subject,
           s,
-          startWorkers: async () => {
+          startWorkers: async (options = {}) => {
+            const networkPolicies = options.networkPolicies ?? subject.networkPolicies;
             workers = await startWorkers(
               {
                 db: subject.h.db,
                 runtime: subject.h.runtime,
                 provider: subject.provider,
                 logger,
-                ...(subject.networkPolicies === undefined
-                  ? {}
-                  : { networkPolicies: subject.networkPolicies }),
+                ...(networkPolicies === undefined ? {} : { networkPolicies }),
               },
               {
                 callTimeoutMs: subject.callTimeoutMs,

@@ -15,6 +15,7 @@ import {
   type Scenario,
 } from '../support/sandbox-flow.ts';
 import { SimulatedProvider } from '../../providers/simulated/simulated-provider.ts';
+import { readVolume } from '../../store/workspaces.ts';
 import {
   countingProvider,
   environmentRows,
@@ -252,16 +253,31 @@ describe('the network policy is verified again at dispatch', () => {
         expect(reconciled.status).toBe(202);
         // The generation the caller named is checked now, too: it is no longer the one in force.
         expect(await json(reconciled)).toMatchObject({ networkPolicy: { generation: 1, verified: false } });
-        const failed = await waitForLease(h, s, (l) => l['state'] === 'Failed');
-        expect(failed['failure']).toMatchObject({ code: 'network-policy-unverified' });
-        // The retry never reached the provider, and nothing exists for the operation.
+        // The retry never reached the provider. That proves nothing about the first call, whose
+        // answer was lost: it stays Unknown, the lease waits (visibly, with the refusal as its
+        // reason) and keeps its Workspace. It used to be settled here and the lease Failed (E14).
+        const waiting = await waitForLease(
+          h,
+          s,
+          (l) =>
+            l['state'] === 'ReconciliationRequired' &&
+            (l['failure'] as { code?: string } | null)?.code === 'network-policy-unverified',
+        );
+        expect(waiting['current']).toBe(true);
         const rows = await environmentRows(h.db, s.environmentId);
         const provisions = rows.attempts.filter((a) => a.kind === 'provision');
         expect(provisions.map((a) => [a.state, a.error?.code])).toEqual([
-          ['Superseded', 'server-error'],
+          ['Unknown', 'server-error'],
           ['Failed', 'network-policy-unverified'],
         ]);
         expect(await h.provider.countResources({ operationId, includeDeleted: true })).toBe(0);
+        const volume = await readVolume(h.db, s.volume.volumeId);
+        expect(volume).toMatchObject({ state: 'Attached', attachedLease: 1 });
+        const blocked = await h.request('POST', `${s.base}/release`, {
+          token: s.token,
+          body: { expectedLifecycleGeneration: 1, idempotencyKey: 'rel-net' },
+        });
+        expect(blocked.status).toBe(409);
       },
     );
   });
@@ -293,7 +309,14 @@ describe('the provider a lease was admitted for is frozen with it', () => {
             body: { operationId, resourceGeneration: 1, providerFence: 1 },
           });
           expect(reconciled.status).toBe(202);
-          const failed = await waitForLease(h, s, (l) => l['state'] === 'Failed');
+          // Refused without a call: the first call (answered 503) stays Unknown, the lease waits.
+          const failed = await waitForLease(
+            h,
+            s,
+            (l) =>
+              l['state'] === 'ReconciliationRequired' &&
+              (l['failure'] as { code?: string } | null)?.code === 'provider-changed',
+          );
           expect(failed['failure']).toMatchObject({ code: 'provider-changed' });
           expect(String((failed['failure'] as { message: string }).message)).toContain('options revision 1');
           // listOwned ran under the frozen snapshot; the provision retry never reached the provider.

@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { beginAttempt, completeAttempt } from '../../actors/attempts.ts';
 import { claimTtlMs } from '../../actors/cleanups.ts';
 import { createLogger } from '../../lib/logger.ts';
-import type { OwnerBinding } from '../../providers/provider.ts';
+import type { OwnerBinding, SandboxProvider } from '../../providers/provider.ts';
+import { SimulatedProvider } from '../../providers/simulated/simulated-provider.ts';
 import { readAttemptsOfOperation } from '../../store/attempts.ts';
 import { readCleanupsOf } from '../../store/cleanups.ts';
 import { sweepsDue, sweepsDueStatement } from '../../store/leases.ts';
@@ -351,36 +352,148 @@ describe('late resources', () => {
     expect((await cleanups())[0]).toMatchObject({ state: 'Released' });
   });
 
-  it('finds a create that lands after the release receipt by sweeping the terminal lease, and releases it', async () => {
-    // The provision's create is delayed: the call gives up at once (Unknown), the resource appears later.
-    const LAND_MS = 1_000;
+  /** Abandons the current (first) lease; the release that follows lists, finds nothing yet. */
+  const abandonFirst = () =>
+    h.request('POST', `${s.base}/sandbox/abandon`, {
+      token: s.token,
+      body: { resourceGeneration: 1, providerFence: 1, idempotencyKey: 'abandon-1' },
+    });
+  const releaseEnvironment = () =>
+    h.request('POST', `${s.base}/release`, {
+      token: s.token,
+      body: { expectedLifecycleGeneration: 1, idempotencyKey: 'release-env' },
+    });
+  const unsettled = (l: Record<string, unknown>) =>
+    l['state'] === 'ReconciliationRequired' &&
+    (l['failure'] as { code?: string } | null)?.code === 'release-unsettled';
+
+  it('an empty release lookup leaves a timed-out create unresolved: release is refused until the create lands and is found', async () => {
+    // Used to answer Released (and the Environment release 200) before any sweep (E14): the
+    // release's exact lookup found nothing yet, and that settled the Unknown create.
+    const LAND_MS = 3_000;
     h.provider.injectFault('provision', 'late-resource', LAND_MS);
     const setup = await startWorkersWith(h, h.provider, {
       callTimeoutMs: CALL_TIMEOUT_MS,
       reconcileEveryMs: 600_000,
     });
-    const provisioned = await json<{ operationId: string }>(
+    const { operationId } = await json<{ operationId: string }>(
       await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
     );
-    const { operationId } = provisioned;
     await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
-    // Abandon: the fence moves first, then a release whose exact lookup finds nothing yet.
-    await h.request('POST', `${s.base}/sandbox/abandon`, {
-      token: s.token,
-      body: { resourceGeneration: 1, providerFence: 1, idempotencyKey: 'abandon-1' },
-    });
-    await waitForLease(h, s, (l) => l['state'] === 'Released');
-    await setup.close();
-    const attempts = await readAttemptsOfOperation(h.db, operationId);
-    expect(attempts.find((a) => a.kind === 'provision')).toMatchObject({
-      state: 'Superseded',
-      resolution: expect.stringContaining('KnownOwnedAbsent') as unknown,
-    });
+    await abandonFirst();
+    await waitForLease(h, s, unsettled);
+    const provision = (await readAttemptsOfOperation(h.db, operationId)).find((a) => a.kind === 'provision');
+    expect(provision?.state).toBe('Unknown');
 
-    // Then the create lands: a live resource no lease holds, and no result will ever say so.
+    const blocked = await releaseEnvironment();
+    expect(blocked.status).toBe(409);
+    expect(blocked.headers.get('content-type')).toContain('application/problem+json');
+    expect(blocked.headers.get('retry-after')).toBe('5');
+    const problem = await problemOf(blocked);
+    expect(problem['unresolvedAttempts']).toContain(provision?.attemptId);
+    await setup.close();
+
+    // The create lands; reconciliation's exact lookup finds it, and the release that follows
+    // releases it: that is the evidence that settles the Unknown create.
     await eventually('the late create to land', async () =>
       (await h.provider.countResources({ operationId })) === 1 ? true : undefined,
     );
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 100,
+    });
+    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    expect(await h.provider.countResources({ operationId })).toBe(0);
+    expect(
+      (await readAttemptsOfOperation(h.db, operationId)).find((a) => a.kind === 'provision'),
+    ).toMatchObject({
+      state: 'Superseded',
+      resolution: expect.stringContaining('by exact listOwned') as unknown,
+    });
+    expect(await cleanups()).toEqual([]);
+    expect((await releaseEnvironment()).status).toBe(200);
+  });
+
+  it("an Unknown create that never lands is settled by the provider's in-flight proof, not by the empty lookup", async () => {
+    // A 5xx before anything was applied: the outcome is Unknown, and nothing will ever land.
+    h.provider.injectFault('provision', 'server-error');
+    const setup = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 600_000,
+    });
+    const { operationId } = await json<{ operationId: string }>(
+      await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+    );
+    await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
+    await abandonFirst();
+    await waitForLease(h, s, unsettled);
+    expect((await releaseEnvironment()).status).toBe(409);
+    await setup.close();
+
+    // Past the call's deadline plus the simulated provider's in-flight window, a release's exact
+    // lookup that finds nothing is evidence: the lease is Released.
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 100,
+    });
+    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    const provision = (await readAttemptsOfOperation(h.db, operationId)).find((a) => a.kind === 'provision');
+    expect(provision).toMatchObject({
+      state: 'Superseded',
+      resolution: expect.stringContaining('can no longer take effect') as unknown,
+    });
+    const release = (await readAttemptsOfOperation(h.db, operationId))
+      .filter((a) => a.kind === 'release' && a.state === 'Succeeded')
+      .at(-1);
+    expect(release?.receipt).toMatchObject({ settledCalls: [provision?.attemptId] });
+    expect((await releaseEnvironment()).status).toBe(200);
+  });
+
+  /**
+   * A provider whose in-flight proof is wrong (its late create lands after the window its proof
+   * claims): provisions go through `late`, which lands them after `ms`; everything else, and the
+   * proof, through the harness's provider, whose window knows nothing of it.
+   */
+  const provisionsLandingLate = (ms: number) => {
+    const late = new SimulatedProvider({ db: h.db, optionsRevision: h.provider.identity.optionsRevision });
+    late.injectFault('provision', 'late-resource', ms);
+    const p = h.provider;
+    const provider: SandboxProvider = {
+      identity: p.identity,
+      optionsSnapshot: () => p.optionsSnapshot(),
+      provision: (request, options) => late.provision(request, options),
+      describe: (ref, options) => p.describe(ref, options),
+      listOwned: (query, options) => p.listOwned(query, options),
+      renew: (request, options) => p.renew(request, options),
+      release: (request, options) => p.release(request, options),
+      callSettled: (call, listedAt) => p.callSettled(call, listedAt),
+    };
+    return { provider, late };
+  };
+
+  /** Provision, abandon, Released under a wrong in-flight proof; then its create lands (live, unleased). */
+  const releasedBeforeLateCreate = async () => {
+    const { provider, late } = provisionsLandingLate(6_000);
+    const setup = await startWorkersWith(h, provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 100,
+      lateSweepMs: 600_000,
+    });
+    const { operationId } = await json<{ operationId: string }>(
+      await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+    );
+    await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
+    await abandonFirst();
+    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    await setup.close();
+    await late.close();
+    expect(await h.provider.countResources({ operationId })).toBe(1);
+    return operationId;
+  };
+
+  it('finds a create that lands after the lease was Released (a wrong in-flight proof) by sweeping the terminal lease, and releases it', async () => {
+    // The create lands after Released: a live resource no lease holds, and no result will say so.
+    const operationId = await releasedBeforeLateCreate();
     expect(await cleanups()).toEqual([]);
 
     // The reconciler sweeps the terminal lease some time after it ended, and releases what it finds.
@@ -397,34 +510,13 @@ describe('late resources', () => {
     expect(await h.provider.countResources({ operationId })).toBe(0);
     const sweeps = (await readAttemptsOfOperation(h.db, operationId)).filter((a) => a.kind === 'sweep');
     expect(sweeps.length).toBeGreaterThanOrEqual(1);
-    const done = await h.request('POST', `${s.base}/release`, {
-      token: s.token,
-      body: { expectedLifecycleGeneration: 1, idempotencyKey: 'release-env' },
-    });
-    expect(done.status).toBe(200);
+    expect((await releaseEnvironment()).status).toBe(200);
   });
 
   it('a sweep whose listing fails does not count: the next one finds the late create and releases it', async () => {
     // Found by the chaos run: both sweeps of a terminal lease failed with a 5xx, each counted as
     // done, and the late create stayed live for good.
-    h.provider.injectFault('provision', 'late-resource', 500);
-    const setup = await startWorkersWith(h, h.provider, {
-      callTimeoutMs: CALL_TIMEOUT_MS,
-      reconcileEveryMs: 600_000,
-    });
-    const { operationId } = await json<{ operationId: string }>(
-      await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
-    );
-    await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
-    await h.request('POST', `${s.base}/sandbox/abandon`, {
-      token: s.token,
-      body: { resourceGeneration: 1, providerFence: 1, idempotencyKey: 'abandon-1' },
-    });
-    await waitForLease(h, s, (l) => l['state'] === 'Released');
-    await setup.close();
-    await eventually('the late create to land', async () =>
-      (await h.provider.countResources({ operationId })) === 1 ? true : undefined,
-    );
+    const operationId = await releasedBeforeLateCreate();
     // The first two listings fail.
     h.provider.injectFault('listOwned', 'server-error');
     h.provider.injectFault('listOwned', 'server-error');

@@ -81,11 +81,29 @@ const staleFences = (f: LeaseFences): LeaseFences =>
     ? { resourceGeneration: f.resourceGeneration - 1, providerFence: f.providerFence - 1 }
     : { ...f, providerFence: f.providerFence + 1 };
 
-/** Results a worker can deliver for an attempt: every outcome, and for listOwned, found or not. */
-function genuineResults(effect: ProviderEffect): EnvironmentEvent[] {
+/**
+ * Results a worker can deliver for an attempt: every outcome, and for listOwned, found or not; a
+ * provision refused before any call; a release whose exact lookup found the operation's resource,
+ * and one the provider proves every unresolved provision of the lease is past its in-flight window.
+ */
+function genuineResults(effect: ProviderEffect, state: ModelState): EnvironmentEvent[] {
   const events = outcomes.map((outcome) => result(effect, outcome));
   if (effect.kind === 'listOwned') {
     events.push(result(effect, 'succeeded', []), result(effect, 'succeeded', [ownResource('op-other')]));
+  }
+  if (effect.kind === 'provision') {
+    const failed = result(effect, 'failed');
+    if (failed.type === 'provider.failed') events.push({ ...failed, madeNoCall: true });
+  }
+  if (effect.kind === 'release') {
+    const success = result(effect, 'succeeded');
+    const provisions = Object.entries(state.snapshot.context.sandbox.unresolved)
+      .filter(([, a]) => a.kind === 'provision')
+      .map(([id]) => id);
+    if (success.type === 'provider.succeeded') {
+      events.push({ ...success, resources: [ownResource(effect.operationId)] });
+      if (provisions.length > 0) events.push({ ...success, settledCalls: provisions });
+    }
   }
   // The same success, committed after the provisioning subject lost its authority.
   if (effect.kind === 'provision' || effect.kind === 'listOwned') {
@@ -188,7 +206,7 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
   for (const effect of openAttempts(state)) {
     // A describe answers with sandbox.observed, a renew with sandbox.renewed (proposed above).
     if (effect.kind === 'describe' || effect.kind === 'renew') continue;
-    events.push(...genuineResults(effect));
+    events.push(...genuineResults(effect, state));
     // Only attempts opened under the current fences: a stale attempt's result is matched by its
     // attempt id and a fencing generation other than the current one (the staleAttempt guard).
     const current = effect.fences.fencingGeneration === lease.currentFencingGeneration;

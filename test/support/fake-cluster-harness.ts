@@ -182,6 +182,8 @@ export function adapterOn(
     [`${P}EXPECTED_RUNTIME_HANDLER`]: RUNTIME_HANDLER,
     [`${P}RECONCILIATION_TIMEOUT_SECONDS`]: '10',
     [`${P}POLL_INTERVAL_MILLISECONDS`]: '50',
+    // The fake API applies a request before it answers: nothing of a call lands a second later.
+    [`${P}API_SERVER_REQUEST_TIMEOUT_SECONDS`]: '1',
     ...settings,
   });
   return new AgentSandboxProvider({ options: loadAgentSandboxOptions(env, () => true), kubeConfig });
@@ -247,5 +249,6 @@ export function withWorkspaces(fake: FakeClusterLike, provider: SandboxProvider)
     listOwned: (query, options) => provider.listOwned(query, options),
     renew: (request, options) => provider.renew(request, options),
     release: (request, options) => provider.release(request, options),
+    callSettled: (call, listedAt) => provider.callSettled(call, listedAt),
   };
 }

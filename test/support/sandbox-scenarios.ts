@@ -236,6 +236,7 @@ export function countingProvider(
     listOwned: wrap('listOwned') as SandboxProvider['listOwned'],
     renew: wrap('renew') as SandboxProvider['renew'],
     release: wrap('release') as SandboxProvider['release'],
+    callSettled: (call, listedAt) => inner.callSettled(call, listedAt),
   };
 }
 

@@ -333,6 +333,46 @@ const invariants: [string, (edge: Edge) => string | null][] = [
       return `an empty list settled ${settled.join(', ') || 'attempts (record.attemptsResolved)'}`;
     },
   ],
+  [
+    '(p) a provision call that may have had an effect is settled only by evidence about that call',
+    ({ from, event, to }) => {
+      const before = from.snapshot.context.sandbox.unresolved;
+      const after = to.snapshot.context.sandbox.unresolved;
+      const lease = from.snapshot.context.sandbox.lease;
+      for (const [id, attempt] of Object.entries(before)) {
+        if (attempt.kind !== 'provision' || attempt.state !== 'Unknown' || id in after) continue;
+        // Its own result; or the operation's one deterministic resource, returned by a retry of
+        // the provision or found by an exact listing or a release's lookup; or the provider's
+        // proof that the call can no longer take effect, carried by a release's result.
+        if ('attemptId' in event && event.attemptId === id) continue;
+        if (event.type !== 'provider.succeeded') return `${event.type} settled Unknown ${id}`;
+        if (event.kind === 'provision' && event.resource !== null) continue;
+        if ((event.resources ?? []).some((r) => r.operationId === lease?.operationId)) continue;
+        if (event.kind === 'release' && (event.settledCalls ?? []).includes(id)) continue;
+        return `a ${event.kind} result with no evidence about it settled Unknown ${id}`;
+      }
+      return null;
+    },
+  ],
+  [
+    '(q) a failed provision (refused before any call, or by the provider) settles no other attempt, and fails no lease with one open',
+    ({ from, event, to }) => {
+      if (event.type !== 'provider.failed' || event.kind !== 'provision') return null;
+      const others = Object.keys(from.snapshot.context.sandbox.unresolved).filter(
+        (id) => id !== event.attemptId,
+      );
+      const settled = others.filter((id) => !(id in to.snapshot.context.sandbox.unresolved));
+      if (settled.length > 0) return `a refusal settled ${settled.join(', ')}`;
+      const open = others.filter(
+        (id) =>
+          from.snapshot.context.sandbox.unresolved[id]?.resourceGeneration ===
+          from.snapshot.context.sandbox.lease?.resourceGeneration,
+      );
+      return open.length > 0 && sandboxOf(to) === 'Failed'
+        ? 'the lease failed with an uncertain call open'
+        : null;
+    },
+  ],
 ];
 
 type Exploration = ReturnType<typeof explore>;

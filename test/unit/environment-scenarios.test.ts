@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SandboxState } from '../../machines/environment-context.ts';
 import type { LifecycleState } from '../../machines/environment-context.ts';
+import type { EnvironmentEvent, ResourceSummary } from '../../machines/environment-events.ts';
 import { lost, ownResource, provision, release } from '../support/environment-events.ts';
 import { step, type ModelState } from '../support/environment-model.ts';
 import {
@@ -26,6 +27,21 @@ interface Scenario {
   leases: Record<number, SandboxState>;
   effects: string[];
 }
+
+/** The latest release's success, carrying evidence about the lease's other attempts. */
+const withEvidence =
+  (evidence: { resources?: ResourceSummary[]; settledCalls?: string[] }) =>
+  (run: ModelState): EnvironmentEvent => {
+    const success = answer('release', 'succeeded')(run);
+    if (success.type !== 'provider.succeeded') throw new Error('not a success');
+    return { ...success, ...evidence };
+  };
+
+const failedAnswer = (run: ModelState) => {
+  const failed = answer('provision', 'failed')(run);
+  if (failed.type !== 'provider.failed') throw new Error('not a failure');
+  return failed;
+};
 
 const scenarios: Scenario[] = [
   {
@@ -284,18 +300,66 @@ const scenarios: Scenario[] = [
     effects: ['provision g1', 'release g1', 'listOwned g1', 'release g1'],
   },
   {
-    name: 'an abandoned Unknown provision is settled by the fenced release receipt, not by waiting',
+    // Used to settle the Unknown provision and answer Released (E14): an empty lookup proves
+    // nothing about a create that may still land.
+    name: 'an abandoned Unknown provision is not settled by a release whose lookup found nothing',
     steps: [
       provision('op-1'),
       answer('provision', 'unknown'),
       abandonLease,
       answer('release', 'succeeded'),
+      refuse(release(1)),
+    ],
+    lifecycle: 'Registered',
+    sandbox: 'ReconciliationRequired',
+    leases: { 1: 'ReconciliationRequired' },
+    effects: ['provision g1', 'release g1 f2'],
+  },
+  {
+    name: "an abandoned Unknown provision is settled by a release whose lookup found the operation's resource",
+    steps: [
+      provision('op-1'),
+      answer('provision', 'unknown'),
+      abandonLease,
+      withEvidence({ resources: [ownResource('op-1')] }),
       release(1),
     ],
     lifecycle: 'Released',
     sandbox: 'Released',
     leases: { 1: 'Released' },
     effects: ['provision g1', 'release g1 f2'],
+  },
+  {
+    name: 'an abandoned Unknown provision is settled once the provider proves the call can no longer land',
+    steps: [
+      provision('op-1'),
+      answer('provision', 'unknown'),
+      abandonLease,
+      answer('release', 'succeeded'),
+      reconcileLease,
+      answer('listOwned', 'succeeded', { resources: [] }),
+      withEvidence({ settledCalls: ['op-1.provision.1'] }),
+      release(1),
+    ],
+    lifecycle: 'Released',
+    sandbox: 'Released',
+    leases: { 1: 'Released' },
+    effects: ['provision g1', 'release g1 f2', 'listOwned g1 f2', 'release g1 f2'],
+  },
+  {
+    name: 'a provision retry refused before any call leaves the earlier Unknown call unresolved',
+    steps: [
+      provision('op-1'),
+      answer('provision', 'unknown'),
+      reconcileLease,
+      answer('listOwned', 'succeeded', { resources: [] }),
+      (run) => ({ ...failedAnswer(run), madeNoCall: true as const }),
+      refuse(release(1)),
+    ],
+    lifecycle: 'Registered',
+    sandbox: 'ReconciliationRequired',
+    leases: { 1: 'ReconciliationRequired' },
+    effects: ['provision g1', 'listOwned g1', 'provision g1'],
   },
   {
     name: 'a timed-out release whose pod is still listed is retried',
