@@ -10,6 +10,7 @@ import type { ProviderIdentity } from '../providers/provider.ts';
 import { MAX_BODY_BYTES } from '../lib/limits.ts';
 import type { Database } from '../store/db.ts';
 import { requirePrincipal } from './auth/middleware.ts';
+import { RUN_SCOPED_ADMIN_PATHS, RUN_SCOPED_API_PATHS, runScope } from './auth/run-scope.ts';
 import type { TokenVerifier } from './auth/verify.ts';
 import type { AppEnv } from './context.ts';
 import { errorHandler, invalidRequest } from './errors.ts';
@@ -111,6 +112,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   const auth = requirePrincipal(deps.verifier);
   app.use('/api/*', auth);
+  // A run-bound token acts only within its project and run (http/auth/run-scope.ts).
+  for (const path of RUN_SCOPED_API_PATHS) app.use(path, runScope);
   // Core's internal runtime routes (suspend, resume): the same expiring bearer, kept as the actor.
   // (The provider report route under /internal/provider-lifecycle admits its callers itself.)
   app.use('/internal/runtime/*', auth);
@@ -131,6 +134,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   if (deps.queues !== undefined) app.route('/', queueDashboardRoutes(deps.queues, deps.verifier));
   if (deps.embedded) {
     app.use('/admin/*', auth);
+    for (const path of RUN_SCOPED_ADMIN_PATHS) app.use(path, runScope);
     app.route('/', adminRoutes(deps.db, deps.provider));
     app.route('/', adminCoreRoutes(deps.db));
     app.route('/', adminRuntimeCoreRoutes(deps.db));

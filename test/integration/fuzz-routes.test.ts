@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../store/db.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { commandRequestFor, routeAcknowledgment } from '../support/build-test-commands.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, type Scenario } from '../support/sandbox-flow.ts';
 
@@ -81,14 +82,6 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.array(hostileString, { maxLength: 5 }),
   fc.dictionary(hostileString, hostileNumber, { maxKeys: 5 }),
 );
-
-const buildTestCheckpoint = {
-  tenantId: 'acme',
-  projectId: 'checkout',
-  runId: 'run-1',
-  stepId: 'build',
-  checkpointId: 'cp-1',
-};
 
 interface Route {
   name: string;
@@ -187,34 +180,12 @@ const routes: Route[] = [
     name: 'build-test acknowledge',
     method: 'POST',
     path: (p) => `${base(p)}/sandbox/build-test/commands/${p['operationId']}/workspace-capture/acknowledge`,
-    body: () => ({
-      checkpoint: buildTestCheckpoint,
-      operationId: 'op-cp-1',
-      journalPosition: 1,
-      recordSha256: 'c'.repeat(64),
-      objectReference: 'source-control://captures/op-cp-1',
-      capture: {
-        sha256: 'd'.repeat(64),
-        length: 1,
-        requestFingerprint: 'e'.repeat(64),
-        collectorPodUid: 'collector',
-        commandPodUid: 'command',
-      },
-    }),
+    body: () => ({ ...routeAcknowledgment }),
   },
 ];
 
 function buildTestCommand(s: Scenario, operationId: string): Record<string, unknown> {
-  return {
-    checkpoint: buildTestCheckpoint,
-    expectedBinding: {
-      leaseOperationId: operationId,
-      resourceGeneration: 1,
-      providerFence: 1,
-      workspace: { volumeId: s.volume.volumeId, resourceGeneration: 1, dataGeneration: 1 },
-      networkPolicyGeneration: 1,
-    },
-  };
+  return commandRequestFor(operationId, s.volume.volumeId);
 }
 
 function base(p: Record<string, string>): string {
