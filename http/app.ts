@@ -1,7 +1,6 @@
 // The Hono application: one sub-app per resource, one onError that turns every failure into
 // problem+json, OpenAPI generated from the same zod schemas that validate requests.
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Services } from '../actors/services.ts';
@@ -10,6 +9,7 @@ import type { ProviderIdentity } from '../providers/provider.ts';
 import { MAX_BODY_BYTES } from '../lib/limits.ts';
 import type { Database } from '../store/db.ts';
 import { requirePrincipal } from './auth/middleware.ts';
+import { boundedBody } from './body-limit.ts';
 import { RUN_SCOPED_ADMIN_PATHS, RUN_SCOPED_API_PATHS, runScope } from './auth/run-scope.ts';
 import type { TokenVerifier } from './auth/verify.ts';
 import type { AppEnv } from './context.ts';
@@ -60,19 +60,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   // Bodies are bounded before anything parses them (a declared or a streamed length alike). The
   // embedded Core seed upload (operator only) is bounded by its own route, at the seed limit.
-  const jsonBodyLimit = bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: (c) =>
-      problemResponse(
-        new Problem(
-          413,
-          'payload-too-large',
-          'Payload too large',
-          `the body exceeds ${MAX_BODY_BYTES} bytes`,
-        ),
-        c.req.path,
-      ),
-  });
+  const jsonBodyLimit = boundedBody(MAX_BODY_BYTES, 'the body');
   app.use((c, next) =>
     deps.embedded && isSeedUpload(c.req.method, c.req.path) ? next() : jsonBodyLimit(c, next),
   );

@@ -1,7 +1,11 @@
 // Hostile and clumsy input is refused at the edge with a 4xx problem and changes nothing: control
 // characters in bodies, paths and token claims, integers past the database's range, JSON nested
 // deeper than the documented limit, oversized bodies and bodies that are not JSON. Each case checks
-// every table of the schema unchanged.
+// every table of the schema unchanged. An oversized body is also sent over a real kept-alive
+// connection: the 413 says it closes it, so the client's next request goes on a new one.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES, MAX_INT32 } from '../../lib/limits.ts';
@@ -137,6 +141,53 @@ describe('hostile input', () => {
     expect(await res.json()).toMatchObject({ type: `urn:sandlot:problem:${type}` });
     expect(await tableCounts(h.db)).toEqual(before);
   });
+
+  it.each(['declared', 'streamed'] as const)(
+    'answers a %s body over the limit with Connection: close, so the next request is not reset',
+    async (length) => {
+      const server = serve({ fetch: h.fetch, port: 0, hostname: '127.0.0.1' }) as http.Server;
+      await new Promise((resolve) => server.once('listening', resolve));
+      const { port } = server.address() as AddressInfo;
+      // One kept-alive connection: a second request goes on it unless the first answer closed it.
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const send = (method: string, path: string, token: string, body?: string) =>
+        new Promise<{ status: number; connection?: string; type?: string } | { error: string }>((resolve) => {
+          const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+          if (body !== undefined) headers['content-type'] = 'application/json';
+          if (body !== undefined && length === 'declared') headers['content-length'] = String(body.length);
+          const req = http.request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                ...(res.headers.connection === undefined ? {} : { connection: res.headers.connection }),
+                ...(res.statusCode === 413
+                  ? { type: (JSON.parse(Buffer.concat(chunks).toString()) as { type: string }).type }
+                  : {}),
+              }),
+            );
+          });
+          req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+          req.end(body);
+        });
+      try {
+        const before = await tableCounts(h.db);
+        const big = JSON.stringify({ policy: { blob: 'x'.repeat(MAX_BODY_BYTES + 1) } });
+        expect(await send('PUT', policyPath(10), operator, big)).toEqual({
+          status: 413,
+          connection: 'close',
+          type: 'urn:sandlot:problem:payload-too-large',
+        });
+        expect(await send('GET', `${s.base}/lifecycle`, s.token)).toMatchObject({ status: 200 });
+        expect(await tableCounts(h.db)).toEqual(before);
+      } finally {
+        agent.destroy();
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+  );
 
   it('answers a body that is not JSON, or not declared as JSON, with a 4xx and changes nothing', async () => {
     const before = await tableCounts(h.db);
