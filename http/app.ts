@@ -15,6 +15,7 @@ import type { TokenVerifier } from './auth/verify.ts';
 import type { AppEnv } from './context.ts';
 import { errorHandler, invalidRequest } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
+import { strictQuery } from './strict-query.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminCoreRoutes, isSeedUpload } from './routes/admin-core.ts';
 import { adminRuntimeCoreRoutes } from './routes/admin-runtime-core.ts';
@@ -105,6 +106,9 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // Core's internal runtime routes (suspend, resume): the same expiring bearer, kept as the actor.
   // (The provider report route under /internal/provider-lifecycle admits its callers itself.)
   app.use('/internal/runtime/*', auth);
+  // After the token, before anything validates: a query parameter the route does not declare is 400.
+  const query = strictQuery(app);
+  for (const path of ['/api/*', '/internal/runtime/*']) app.use(path, query);
   app.route('/', environmentRoutes(deps.services.lifecycle));
   app.route('/', sandboxRoutes(deps.services.sandbox, deps.services.workspaces));
   app.route('/', placementRoutes(deps.services.placement));
@@ -123,6 +127,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   if (deps.embedded) {
     app.use('/admin/*', auth);
     for (const path of RUN_SCOPED_ADMIN_PATHS) app.use(path, runScope);
+    app.use('/admin/*', query);
     app.route('/', adminRoutes(deps.db, deps.provider));
     app.route('/', adminCoreRoutes(deps.db));
     app.route('/', adminRuntimeCoreRoutes(deps.db));

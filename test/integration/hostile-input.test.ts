@@ -133,6 +133,37 @@ describe('hostile input', () => {
     ],
   ];
 
+  // Integers in paths and queries are canonical decimal digits, nothing Number() would also read.
+  const nonCanonical = ['1e0', '0x1', '+1', '1.0', '%201', '1%20', '01', '-0', '1_0', '0b1', 'Infinity'];
+  for (const text of nonCanonical) {
+    cases.push(
+      [
+        `networkPolicyGeneration=${text} on inspect`,
+        () => h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=${text}`, { token: s.token }),
+        400,
+        'invalid-request',
+      ],
+      [
+        `after=${text} on a lifecycle wait`,
+        () => h.request('GET', `${s.base}/lifecycle?wait=1ms&after=${text}`, { token: s.token }),
+        400,
+        'invalid-request',
+      ],
+      [
+        `generation ${text} in the admin network-policy path`,
+        () => h.request('PUT', policyPath(text), { token: operator, body: { policy: { egress: [] } } }),
+        400,
+        'invalid-request',
+      ],
+    );
+  }
+  cases.push([
+    'generation 1e3 in the admin network-policy path (it was generation 1000)',
+    () => h.request('PUT', policyPath('1e3'), { token: operator, body: { policy: { egress: [] } } }),
+    400,
+    'invalid-request',
+  ]);
+
   it.each(cases)('refuses %s and changes nothing', async (_name, send, status, type) => {
     const before = await tableCounts(h.db);
     const res = await send();
@@ -141,6 +172,61 @@ describe('hostile input', () => {
     expect(await res.json()).toMatchObject({ type: `urn:sandlot:problem:${type}` });
     expect(await tableCounts(h.db)).toEqual(before);
   });
+
+  // Every route refuses a query parameter it does not declare, as a body refuses an unknown field,
+  // before it validates anything else.
+  const unknownQueries: [string, string, () => Promise<Response>][] = [
+    [
+      'beside a known one (inspect)',
+      'verbose',
+      () => h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=1&verbose=1`, { token: s.token }),
+    ],
+    [
+      'on a route without one (journal)',
+      'limit',
+      () => h.request('GET', `${s.base}/journal?limit=5`, { token: s.token }),
+    ],
+    [
+      'on a write (register)',
+      'dryRun',
+      () =>
+        h.request('POST', '/api/projects/checkout/runs/run-hostile/environments?dryRun=true', {
+          token: s.token,
+          body: { idempotencyKey: 'query-1' },
+        }),
+    ],
+    [
+      'on an admin route',
+      'force',
+      () =>
+        h.request('PUT', `${policyPath(11)}?force=1`, { token: operator, body: { policy: { egress: [] } } }),
+    ],
+    [
+      "on Core's internal runtime route",
+      'debug',
+      () => h.request('POST', '/internal/runtime/suspend/resolve?debug', { token: s.token, body: {} }),
+    ],
+    [
+      'that differs from a known one only in case (lifecycle)',
+      'Wait',
+      () => h.request('GET', `${s.base}/lifecycle?Wait=1s`, { token: s.token }),
+    ],
+  ];
+
+  it.each(unknownQueries)(
+    'refuses an unknown query parameter %s and changes nothing',
+    async (_name, param, send) => {
+      const before = await tableCounts(h.db);
+      const res = await send();
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({
+        type: 'urn:sandlot:problem:invalid-request',
+        errors: [{ location: 'query', path: param }],
+      });
+      expect(await tableCounts(h.db)).toEqual(before);
+    },
+  );
 
   it.each(['declared', 'streamed'] as const)(
     'answers a %s body over the limit with Connection: close, so the next request is not reset',
