@@ -1,7 +1,6 @@
 // The Hono application: one sub-app per resource, one onError that turns every failure into
 // problem+json, OpenAPI generated from the same zod schemas that validate requests.
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { bodyLimit } from 'hono/body-limit';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Services } from '../actors/services.ts';
@@ -10,10 +9,13 @@ import type { ProviderIdentity } from '../providers/provider.ts';
 import { MAX_BODY_BYTES } from '../lib/limits.ts';
 import type { Database } from '../store/db.ts';
 import { requirePrincipal } from './auth/middleware.ts';
+import { boundedBody } from './body-limit.ts';
+import { RUN_SCOPED_ADMIN_PATHS, RUN_SCOPED_API_PATHS, runScope } from './auth/run-scope.ts';
 import type { TokenVerifier } from './auth/verify.ts';
 import type { AppEnv } from './context.ts';
 import { errorHandler, invalidRequest } from './errors.ts';
 import { Problem, problemResponse } from './problems.ts';
+import { strictQuery } from './strict-query.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminCoreRoutes, isSeedUpload } from './routes/admin-core.ts';
 import { adminRuntimeCoreRoutes } from './routes/admin-runtime-core.ts';
@@ -59,19 +61,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   // Bodies are bounded before anything parses them (a declared or a streamed length alike). The
   // embedded Core seed upload (operator only) is bounded by its own route, at the seed limit.
-  const jsonBodyLimit = bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: (c) =>
-      problemResponse(
-        new Problem(
-          413,
-          'payload-too-large',
-          'Payload too large',
-          `the body exceeds ${MAX_BODY_BYTES} bytes`,
-        ),
-        c.req.path,
-      ),
-  });
+  const jsonBodyLimit = boundedBody(MAX_BODY_BYTES, 'the body');
   app.use((c, next) =>
     deps.embedded && isSeedUpload(c.req.method, c.req.path) ? next() : jsonBodyLimit(c, next),
   );
@@ -111,9 +101,14 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   const auth = requirePrincipal(deps.verifier);
   app.use('/api/*', auth);
+  // A run-bound token acts only within its project and run (http/auth/run-scope.ts).
+  for (const path of RUN_SCOPED_API_PATHS) app.use(path, runScope);
   // Core's internal runtime routes (suspend, resume): the same expiring bearer, kept as the actor.
   // (The provider report route under /internal/provider-lifecycle admits its callers itself.)
   app.use('/internal/runtime/*', auth);
+  // After the token, before anything validates: a query parameter the route does not declare is 400.
+  const query = strictQuery(app);
+  for (const path of ['/api/*', '/internal/runtime/*']) app.use(path, query);
   app.route('/', environmentRoutes(deps.services.lifecycle));
   app.route('/', sandboxRoutes(deps.services.sandbox, deps.services.workspaces));
   app.route('/', placementRoutes(deps.services.placement));
@@ -131,6 +126,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   if (deps.queues !== undefined) app.route('/', queueDashboardRoutes(deps.queues, deps.verifier));
   if (deps.embedded) {
     app.use('/admin/*', auth);
+    for (const path of RUN_SCOPED_ADMIN_PATHS) app.use(path, runScope);
+    app.use('/admin/*', query);
     app.route('/', adminRoutes(deps.db, deps.provider));
     app.route('/', adminCoreRoutes(deps.db));
     app.route('/', adminRuntimeCoreRoutes(deps.db));

@@ -3,7 +3,7 @@ import { cleanupViewSchema } from '../actors/cleanups.ts';
 import { conditionSchema } from '../actors/sandbox-readiness.ts';
 import { leaseViewSchema } from '../actors/sandbox-view.ts';
 import { MAX_INT32 } from '../lib/limits.ts';
-import { waitQuery } from './schemas.ts';
+import { decimalInteger, waitQuery } from './schemas.ts';
 import {
   abandonEventSchema,
   generationSchema,
@@ -127,11 +127,7 @@ export const reconcileSchema = leaseViewSchema
   .meta({ id: 'ReconcileResult' });
 
 export const networkPolicyQuery = z.object({
-  networkPolicyGeneration: z.coerce
-    .number()
-    .int()
-    .positive()
-    .max(MAX_INT32)
+  networkPolicyGeneration: decimalInteger(1, MAX_INT32)
     .optional()
     .openapi({ param: { name: 'networkPolicyGeneration', in: 'query' }, example: 1 }),
 });

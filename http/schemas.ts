@@ -73,11 +73,25 @@ export const json = <T extends z.ZodType>(schema: T, description: string) => ({
   content: { 'application/json': { schema } },
 });
 
+/**
+ * An integer in a path or a query, from `min` to `max`. Only canonical decimal digits are one, so
+ * text that Number() would also read (`1e3`, `0x1`, `+1`, `1.0`, ` 1`, `01`) is refused (400), not
+ * taken for another number. Every integer in a path or query uses this schema.
+ */
+export function decimalInteger(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^(?:0|[1-9][0-9]*)$/, 'is not a decimal integer (digits only, no sign or leading zero)')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .openapi({ type: 'integer', minimum: min, maximum: max });
+}
+
 /** `?wait=5s` (also `500ms`, or bare seconds) up to 30 s, and `after=<revision>`: a long-poll read. */
 export const waitQuery = z.object({
   wait: z
     .string()
-    .regex(/^\d{1,6}(ms|s)?$/, 'is not a duration such as 5s or 500ms')
+    .regex(/^(?:0|[1-9][0-9]{0,5})(?:ms|s)?$/, 'is not a duration such as 5s or 500ms')
     .transform((text) =>
       text.endsWith('ms') ? Number(text.slice(0, -2)) : Number(text.replace(/s$/, '')) * 1000,
     )
@@ -89,11 +103,7 @@ export const waitQuery = z.object({
         'Wait up to this long (at most 30s) for the Environment revision to pass `after` before answering',
       example: '5s',
     }),
-  after: z.coerce
-    .number()
-    .int()
-    .nonnegative()
-    .max(Number.MAX_SAFE_INTEGER)
+  after: decimalInteger(0, Number.MAX_SAFE_INTEGER)
     .optional()
     .openapi({
       param: { name: 'after', in: 'query' },

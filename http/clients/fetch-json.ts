@@ -64,11 +64,12 @@ export class JsonClient {
   /** 200 with its parsed body, or 404; anything else is an UpstreamError. */
   async get(url: URL): Promise<JsonAnswer> {
     try {
-      return await this.#once(url);
+      return await this.#once(url, true);
     } catch (error) {
       // A kept-alive connection the server closed as we reused it: the GET never reached it, so
-      // one retry on a fresh connection is safe (and within the same caller-visible contract).
-      if (error instanceof StaleSocketError) return this.#once(url);
+      // one retry is safe (and within the same caller-visible contract). The retry may draw
+      // another stale connection from the pool: that one is an upstream failure like any other.
+      if (error instanceof StaleSocketError) return this.#once(url, false);
       throw error;
     }
   }
@@ -79,7 +80,8 @@ export class JsonClient {
     this.#https.destroy();
   }
 
-  #once(url: URL): Promise<JsonAnswer> {
+  /** One request; `mayRetry` lets a reset reused connection reject as a StaleSocketError. */
+  #once(url: URL, mayRetry: boolean): Promise<JsonAnswer> {
     const { service } = this;
     const secure = url.protocol === 'https:';
     if (!secure && url.protocol !== 'http:') {
@@ -142,7 +144,7 @@ export class JsonClient {
         request.destroy();
       }, this.#timeoutMs);
       request.on('error', (error: NodeJS.ErrnoException) => {
-        if (request.reusedSocket && error.code === 'ECONNRESET' && !settled) {
+        if (mayRetry && request.reusedSocket && error.code === 'ECONNRESET' && !settled) {
           settled = true;
           clearTimeout(deadline);
           reject(new StaleSocketError());

@@ -6,7 +6,7 @@
 // A seed is a raw octet-stream body bounded by the seed limit (67,188,876 bytes), not by the API's
 // JSON body limit: app.ts leaves this one path to the route's own bound (isSeedUpload).
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
-import { bodyLimit } from 'hono/body-limit';
+import { boundedBody } from '../body-limit.ts';
 import {
   MAX_SEED_BYTES,
   acceptedCommandBodySchema,
@@ -23,7 +23,7 @@ import { identifierSchema } from '../../machines/environment-events.ts';
 import type { Database } from '../../store/db.ts';
 import type { AppEnv } from '../context.ts';
 import { invalidRequest } from '../errors.ts';
-import { Problem, conflict, problemResponse } from '../problems.ts';
+import { Problem, conflict } from '../problems.ts';
 import { commonProblems, json, problem } from '../schemas.ts';
 import { requireOperator } from './admin.ts';
 
@@ -130,19 +130,7 @@ export function adminCoreRoutes(db: Database): OpenAPIHono<AppEnv> {
   app.use('/admin/*', requireOperator);
   app.use(
     '/admin/tenants/:tenantId/projects/:projectId/core/workspace-seeds',
-    bodyLimit({
-      maxSize: MAX_SEED_BYTES,
-      onError: (c) =>
-        problemResponse(
-          new Problem(
-            413,
-            'payload-too-large',
-            'Payload too large',
-            `the seed exceeds ${MAX_SEED_BYTES} bytes`,
-          ),
-          c.req.path,
-        ),
-    }),
+    boundedBody(MAX_SEED_BYTES, 'the seed'),
   );
 
   app.openapi(putSeedRoute, async (c) => {

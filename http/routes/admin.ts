@@ -12,7 +12,7 @@ import { putNetworkPolicy } from '../../store/network-policies.ts';
 import { putRunSelection } from '../../store/run-selections.ts';
 import type { AppEnv } from '../context.ts';
 import { Problem, conflict } from '../problems.ts';
-import { commonProblems, json, problem } from '../schemas.ts';
+import { commonProblems, decimalInteger, json, problem } from '../schemas.ts';
 
 const security = [{ bearer: [] }];
 
@@ -140,12 +140,10 @@ const putNetworkPolicyRoute = createRoute({
   security,
   request: {
     params: tenantProjectParams.extend({
-      generation: z.coerce
-        .number()
-        .int()
-        .positive()
-        .max(MAX_INT32)
-        .openapi({ param: { name: 'generation', in: 'path' }, example: 1 }),
+      generation: decimalInteger(1, MAX_INT32).openapi({
+        param: { name: 'generation', in: 'path' },
+        example: 1,
+      }),
     }),
     body: { required: true, content: { 'application/json': { schema: networkPolicyBody } } },
   },

@@ -9,12 +9,13 @@ import {
   checkpointRefSchema,
   journalAcknowledgmentSchema,
 } from '../../actors/build-test/accepted-command.ts';
-import type { BuildTestActor, BuildTestService } from '../../actors/build-test/service.ts';
+import type { BuildTestService } from '../../actors/build-test/service.ts';
 import type { BuildTestOperationResult } from '../../actors/build-test/operation-view.ts';
 import { generationSchema, identifierSchema } from '../../machines/environment-events.ts';
 import type { Context } from 'hono';
 import type { AppEnv } from '../context.ts';
 import { commonProblems, environmentParams, problem } from '../schemas.ts';
+import { actorOf } from './actor.ts';
 
 const commands = '/api/projects/{projectId}/runs/{runId}/environments/{environmentId}/sandbox/build-test';
 const security = [{ bearer: [] }];
@@ -183,12 +184,6 @@ const routes = {
     },
   }),
 };
-
-/** The caller and the bearer it presented; the bearer stays unprintable (PresentedBearer). */
-const actorOf = (c: Context<AppEnv>): BuildTestActor => ({
-  caller: { tenantId: c.var.principal.tenantId, subject: c.var.principal.subject },
-  bearer: c.var.bearer,
-});
 
 export function buildTestRoutes(service: BuildTestService): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();

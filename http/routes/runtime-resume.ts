@@ -3,7 +3,6 @@
 // are validated strictly first (400); the configuration acknowledgment and an absent
 // restoredWorkspace (prepare) are checked before any owner call (422). Every answer is no-store.
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
 import {
   restoredWorkspaceSchema,
   resumePrepareRequestSchema,
@@ -12,9 +11,9 @@ import {
 import type { ResumeBootstrapService } from '../../actors/resume/bootstrap.ts';
 import { resumeBootstrapRequestSchema } from '../../actors/resume/bootstrap-requests.ts';
 import type { ResumeService } from '../../actors/resume/service.ts';
-import type { SuspendActor } from '../../actors/suspend/open.ts';
 import type { AppEnv } from '../context.ts';
 import { commonProblems, json, problem } from '../schemas.ts';
+import { actorOf } from './actor.ts';
 
 const body = <T extends z.ZodType>(schema: T) => ({
   required: true,
@@ -140,11 +139,6 @@ const routes = {
   }),
 };
 
-const actorOf = (c: Context<AppEnv>): SuspendActor => ({
-  caller: { tenantId: c.var.principal.tenantId, subject: c.var.principal.subject },
-  bearer: c.var.bearer,
-});
-
 export function runtimeResumeRoutes(
   service: ResumeService,
   bootstrap: ResumeBootstrapService,
@@ -155,12 +149,17 @@ export function runtimeResumeRoutes(
     c.header('cache-control', 'no-store');
   });
   app.openapi(routes.prepare, async (c) => {
-    const prepared = await service.prepare(actorOf(c), c.req.valid('json'));
+    const request = c.req.valid('json');
+    const prepared = await service.prepare(actorOf(c, request.operation.ref), request);
     return prepared.state === 'Prepared' ? c.json(prepared, 200) : c.json(prepared, 202);
   });
-  app.openapi(routes.verify, async (c) => c.json(await service.verify(actorOf(c), c.req.valid('json')), 200));
-  app.openapi(routes.bootstrap, async (c) =>
-    c.json(await bootstrap.bootstrap(actorOf(c), c.req.valid('json')), 200),
-  );
+  app.openapi(routes.verify, async (c) => {
+    const request = c.req.valid('json');
+    return c.json(await service.verify(actorOf(c, request.operation.ref), request), 200);
+  });
+  app.openapi(routes.bootstrap, async (c) => {
+    const request = c.req.valid('json');
+    return c.json(await bootstrap.bootstrap(actorOf(c, request.operation.ref), request), 200);
+  });
   return app;
 }

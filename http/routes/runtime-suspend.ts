@@ -6,17 +6,17 @@
 // for the caller's own Environment (403, 404), then Core (503 runtime-core-unavailable when none is
 // configured). Every answer, an error too, is no-store.
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
 import {
   runtimeOperationSchema,
   savedOperationEvidenceSchema,
 } from '../../actors/runtime-core/runtime-operation.ts';
 import type { WorkspaceFlushService } from '../../actors/suspend/flush.ts';
 import type { PlacementReleaseService } from '../../actors/suspend/release-placement.ts';
-import type { SuspendActor, SuspendService } from '../../actors/suspend/resolve.ts';
+import type { SuspendService } from '../../actors/suspend/resolve.ts';
 import { sessionProofSchema } from '../../actors/suspend/suspend-checks.ts';
 import type { AppEnv } from '../context.ts';
 import { commonProblems, environmentParams, json, problem } from '../schemas.ts';
+import { actorOf } from './actor.ts';
 
 const resolvePath = '/internal/runtime/suspend/resolve';
 const releasePath = '/internal/runtime/suspend/release-placement';
@@ -190,12 +190,6 @@ const routes = {
   }),
 };
 
-/** The caller and the bearer it presented; the bearer stays unprintable (PresentedBearer). */
-const actorOf = (c: Context<AppEnv>): SuspendActor => ({
-  caller: { tenantId: c.var.principal.tenantId, subject: c.var.principal.subject },
-  bearer: c.var.bearer,
-});
-
 export function runtimeSuspendRoutes(
   service: SuspendService,
   flushes: WorkspaceFlushService,
@@ -217,11 +211,13 @@ export function runtimeSuspendRoutes(
     await next();
     c.header('cache-control', 'no-store');
   });
-  app.openapi(routes.resolve, async (c) =>
-    c.json(await service.resolve(actorOf(c), c.req.valid('json')), 200),
-  );
+  app.openapi(routes.resolve, async (c) => {
+    const request = c.req.valid('json');
+    return c.json(await service.resolve(actorOf(c, request.operation.ref), request), 200);
+  });
   app.openapi(routes.release, async (c) => {
-    const answer = await releases.release(actorOf(c), c.req.valid('json'));
+    const request = c.req.valid('json');
+    const answer = await releases.release(actorOf(c, request.operation.ref), request);
     return answer.state === 'Released' ? c.json(answer, 200) : c.json(answer, 202);
   });
   return app;

@@ -314,6 +314,31 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     expect(await readBuildTestOperation(h.db, s.environmentId, 'op-cp-refused')).toBeNull();
   });
 
+  it('refuses a token bound to another run: no command.reserve is journaled, no outbox row written', async () => {
+    await acceptVersion2('cp-bound', []);
+    const written = async () =>
+      (
+        await h.db.query<{ journal: number; outbox: number }>(
+          `SELECT (SELECT count(*)::int FROM environment_journal WHERE environment_id = $1) AS journal,
+                  (SELECT count(*)::int FROM outbox WHERE environment_id = $1) AS outbox`,
+          [s.environmentId],
+        )
+      ).rows[0];
+    const before = await written();
+    const elsewhere = await h.token('acme', 'alice', {
+      runBinding: { projectId: 'checkout', runId: 'run-2' },
+    });
+    const res = await h.request('POST', commands(), {
+      token: elsewhere,
+      body: { checkpoint: checkpoint('cp-bound'), expectedBinding: await binding() },
+    });
+    expect(res.status).toBe(403);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(await json(res)).toMatchObject({ type: 'urn:sandlot:problem:run-binding-required' });
+    expect(await written()).toEqual(before);
+    expect(await readBuildTestOperation(h.db, s.environmentId, 'op-cp-bound')).toBeNull();
+  });
+
   it('a command still running at the deadline is looked at again (reconcile or reconciler): the same Pod, never a second', async () => {
     await acceptVersion2('cp-slow', []);
     runner.setPlan('op-cp-slow', { durationMs: 7_000 });

@@ -1,11 +1,13 @@
 // Property-based fuzzing of every API route: hostile path parameters, query values, headers and
 // bodies (control characters, huge and negative numbers, deep nesting, oversized strings, type
 // confusion). Whatever arrives, the answer is never a 5xx; every 4xx is a problem+json and leaves
-// every table exactly as it was. Set SANDLOT_FUZZ_SEED to replay a failing run.
+// every table exactly as it was. A query parameter a route does not declare, and an integer that
+// is not canonical decimal digits, are always 400. Set SANDLOT_FUZZ_SEED to replay a failing run.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../store/db.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
+import { commandRequestFor, routeAcknowledgment } from '../support/build-test-commands.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, type Scenario } from '../support/sandbox-flow.ts';
 
@@ -67,6 +69,13 @@ const hostileNumber = fc.oneof(
   fc.integer(),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
 );
+/** An integer written some way other than canonical decimal digits (Number() reads most of them). */
+const nonCanonicalInteger = fc
+  .integer({ min: 1, max: 2_000_000 })
+  .chain((n) =>
+    fc.constantFrom(`+${n}`, `0${n}`, `${n}.0`, `${n}e0`, `0x${n.toString(16)}`, ` ${n}`, `${n} `, `${n}n`),
+  )
+  .map(encodeURIComponent);
 const deep = fc.integer({ min: 33, max: 3_000 }).map((depth) => {
   let value: unknown = 'leaf';
   for (let i = 0; i < depth; i++) value = i % 2 === 0 ? { a: value } : [value];
@@ -81,14 +90,6 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.array(hostileString, { maxLength: 5 }),
   fc.dictionary(hostileString, hostileNumber, { maxKeys: 5 }),
 );
-
-const buildTestCheckpoint = {
-  tenantId: 'acme',
-  projectId: 'checkout',
-  runId: 'run-1',
-  stepId: 'build',
-  checkpointId: 'cp-1',
-};
 
 interface Route {
   name: string;
@@ -187,34 +188,12 @@ const routes: Route[] = [
     name: 'build-test acknowledge',
     method: 'POST',
     path: (p) => `${base(p)}/sandbox/build-test/commands/${p['operationId']}/workspace-capture/acknowledge`,
-    body: () => ({
-      checkpoint: buildTestCheckpoint,
-      operationId: 'op-cp-1',
-      journalPosition: 1,
-      recordSha256: 'c'.repeat(64),
-      objectReference: 'source-control://captures/op-cp-1',
-      capture: {
-        sha256: 'd'.repeat(64),
-        length: 1,
-        requestFingerprint: 'e'.repeat(64),
-        collectorPodUid: 'collector',
-        commandPodUid: 'command',
-      },
-    }),
+    body: () => ({ ...routeAcknowledgment }),
   },
 ];
 
 function buildTestCommand(s: Scenario, operationId: string): Record<string, unknown> {
-  return {
-    checkpoint: buildTestCheckpoint,
-    expectedBinding: {
-      leaseOperationId: operationId,
-      resourceGeneration: 1,
-      providerFence: 1,
-      workspace: { volumeId: s.volume.volumeId, resourceGeneration: 1, dataGeneration: 1 },
-      networkPolicyGeneration: 1,
-    },
-  };
+  return commandRequestFor(operationId, s.volume.volumeId);
 }
 
 function base(p: Record<string, string>): string {
@@ -293,6 +272,50 @@ describe('fuzzed routes', () => {
     await fc.assert(
       fc.asyncProperty(mutation, async (body) => {
         await check(route, { body: JSON.stringify(body) });
+      }),
+      { numRuns: RUNS, ...seed },
+    );
+  });
+
+  /** Sends, and checks the answer is a 400 about the query parameter `name`, which changed nothing. */
+  async function refusedQuery(route: Route, path: string, name: string): Promise<void> {
+    const before = await tables(h.db);
+    const body = route.body?.(s, params['operationId']!);
+    const res = await h.request(route.method, path, {
+      token: s.token,
+      ...(body === undefined ? {} : { body }),
+    });
+    const text = await res.text();
+    expect(res.status, `${route.name} ${path}: ${text}`).toBe(400);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    const problem = JSON.parse(text) as { type: string; errors?: { location: string; path: string }[] };
+    expect(problem.type).toBe('urn:sandlot:problem:invalid-request');
+    expect(problem.errors?.[0]).toMatchObject({ location: 'query', path: name });
+    expect(await tables(h.db), `${route.name} answered 400 but changed rows`).toBe(before);
+  }
+
+  it.each(routes)('$name: a query parameter the route does not declare', async (route) => {
+    const names = hostileString.filter((name) => encodable(name) && name !== '');
+    await fc.assert(
+      fc.asyncProperty(names, pathSegment, async (name, value) => {
+        const path = route.path(params);
+        const separator = path.includes('?') ? '&' : '?';
+        // `x…` is no route's parameter; the name arrives decoded, as the server reads it.
+        const decoded = new URLSearchParams(`x${encodeURIComponent(name)}=`).keys().next().value ?? '';
+        await refusedQuery(route, `${path}${separator}x${encodeURIComponent(name)}=${value}`, decoded);
+      }),
+      { numRuns: RUNS, ...seed },
+    );
+  });
+
+  it.each([
+    ['inspect', 'networkPolicyGeneration', ''],
+    ['lifecycle', 'after', 'wait=1ms&'],
+  ])('%s: %s written as anything but canonical decimal digits', async (name, parameter, prefix) => {
+    const route = routes.find((r) => r.name === name)!;
+    await fc.assert(
+      fc.asyncProperty(nonCanonicalInteger, async (value) => {
+        await refusedQuery(route, `${route.path(params)}?${prefix}${parameter}=${value}`, parameter);
       }),
       { numRuns: RUNS, ...seed },
     );

@@ -2,9 +2,10 @@
 // reused, each request has one deadline, an answer is bounded, and every failure maps to
 // upstream-unavailable (never an empty answer).
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JsonClient, UpstreamError } from '../../http/clients/fetch-json.ts';
+import { toProblem } from '../../http/errors.ts';
 
 describe('pooled JSON client', () => {
   let server: Server;
@@ -67,6 +68,32 @@ describe('pooled JSON client', () => {
     server.closeIdleConnections();
     expect((await client.get(new URL('/ok', base))).status).toBe(200);
     client.close();
+  });
+
+  it('answers upstream-unavailable when the retry finds a stale connection too', async () => {
+    // Each connection answers once; a request reusing it finds it closed (as after an upstream restart).
+    const answered = new WeakSet<Socket>();
+    const once = createServer((req, res) => {
+      if (answered.has(req.socket)) return req.socket.destroy();
+      answered.add(req.socket);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => once.listen(0, '127.0.0.1', resolve));
+    const url = new URL(`http://127.0.0.1:${(once.address() as AddressInfo).port}/ok`);
+    const client = new JsonClient('Projects', { timeoutMs: 2_000 });
+    // Two requests at once leave two kept-alive connections in the pool: the request and its retry.
+    await Promise.all([client.get(url), client.get(url)]);
+    const error = await client.get(url).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UpstreamError);
+    expect((error as Error).message).toBe('Projects is unavailable: ECONNRESET');
+    expect(toProblem(error)).toMatchObject({ status: 503, code: 'upstream-unavailable' });
+    client.close();
+    once.closeAllConnections();
+    await new Promise((resolve) => once.close(resolve));
   });
 
   it('maps every failure to upstream-unavailable with a caller-safe reason', async () => {

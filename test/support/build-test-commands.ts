@@ -78,3 +78,42 @@ export function acknowledgmentFor(command: AcceptedBuildTestCommand): JournalAck
     },
   };
 }
+
+/** The checkpoint the route-wide tests (auth matrix, fuzzing) name: run-1 of acme's checkout. */
+export const routeCheckpoint: BuildTestCheckpointRef = {
+  tenantId: 'acme',
+  projectId: 'checkout',
+  runId: 'run-1',
+  stepId: 'build',
+  checkpointId: 'cp-1',
+};
+
+/** A well-formed command request on a lease's first generations, for tests that stop before it runs. */
+export function commandRequestFor(leaseOperationId: string, volumeId: string) {
+  return {
+    checkpoint: routeCheckpoint,
+    expectedBinding: {
+      leaseOperationId,
+      resourceGeneration: 1,
+      providerFence: 1,
+      workspace: { volumeId, resourceGeneration: 1, dataGeneration: 1 },
+      networkPolicyGeneration: 1,
+    },
+  };
+}
+
+/** A well-formed acknowledgment of `routeCheckpoint`'s operation, for the same tests. */
+export const routeAcknowledgment: JournalAcknowledgment = {
+  checkpoint: routeCheckpoint,
+  operationId: 'op-cp-1',
+  journalPosition: 1,
+  recordSha256: 'c'.repeat(64),
+  objectReference: 'source-control://captures/op-cp-1',
+  capture: {
+    sha256: 'd'.repeat(64),
+    length: 1,
+    requestFingerprint: 'e'.repeat(64),
+    collectorPodUid: 'collector',
+    commandPodUid: 'command',
+  },
+};

@@ -48,6 +48,8 @@ export interface Harness {
   authority: ProjectsAuthority;
   selections: RunSelectionSource;
   workers: WorkerHost | null;
+  /** The app's fetch handler, for tests that serve it over a real socket. */
+  fetch: (request: Request) => Response | Promise<Response>;
   close(): Promise<void>;
   request(
     method: string,
@@ -178,6 +180,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     authority,
     selections,
     workers,
+    fetch: (request) => app.fetch(request),
     async close() {
       await workers?.close();
       await provider.close();
