@@ -51,7 +51,7 @@ export function createAgentSandbox(env: Readonly<Record<string, string | undefin
     provider: new AgentSandboxProvider({ options, kubeConfig }),
     networkPolicies: new CiliumNetworkPolicyVerifier({ options, kubeConfig }),
     // Workspace PVCs and their PVs are read back from the same cluster and namespace.
-    workspaceStorage: new KubernetesWorkspaceStorage({ namespace: options.namespace, kubeConfig }),
+    workspaceStorage: new KubernetesWorkspaceStorage({ options, kubeConfig }),
     // Resume copies the accepted rules to the next generation in the same namespace.
     networkPolicyWriter: new CiliumNetworkPolicyWriter({ options, kubeConfig }),
   };

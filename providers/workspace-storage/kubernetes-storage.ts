@@ -10,6 +10,10 @@
 //   sandlot.dev/storage-provider:          <providerId>
 //   sandlot.dev/storage-options-revision:  <optionsRevision>
 //
+// The selection configured is the settings' Workspace storage provider
+// (SANDLOT_AGENT_SANDBOX_WORKSPACE_STORAGE_PROVIDER_ID, the one the lease's options snapshot records)
+// at STORAGE_OPTIONS_REVISION: that provider takes no options of its own yet.
+//
 // Any failed read throws a ProviderError (a timeout, a 5xx, a 403): an outage is never a verdict.
 // Only an exact 404 reads as absence.
 import type {
@@ -22,6 +26,7 @@ import type { CallOptions } from '../provider.ts';
 import { clusterPinOf } from '../agent-sandbox/cluster-pin.ts';
 import { KubeClient } from '../agent-sandbox/kube-client.ts';
 import { ANNOTATIONS, pvcNameOf } from '../agent-sandbox/names.ts';
+import type { AgentSandboxOptions } from '../agent-sandbox/options.ts';
 import type { StorageEvidence, StorageSelection, WorkspaceStorage } from '../../actors/ports.ts';
 
 export const STORAGE_ANNOTATIONS = {
@@ -29,15 +34,24 @@ export const STORAGE_ANNOTATIONS = {
   optionsRevision: 'sandlot.dev/storage-options-revision',
 } as const;
 
-export const KUBERNETES_STORAGE_PROVIDER_ID = 'kubernetes-pvc';
+/** The options revision of the Workspace storage provider, which has no options of its own yet. */
+export const STORAGE_OPTIONS_REVISION = '1';
+
+/** The storage selection the settings configure. */
+export function storageSelectionOf(
+  options: Pick<AgentSandboxOptions, 'workspaceStorageProviderId'>,
+): StorageSelection {
+  return { providerId: options.workspaceStorageProviderId, optionsRevision: STORAGE_OPTIONS_REVISION };
+}
 
 export interface KubernetesWorkspaceStorageDeps {
-  /** The namespace the Workspace PVCs live in: the adapter's sandbox namespace. */
-  namespace: string;
+  /**
+   * The adapter's settings: the sandbox namespace the Workspace PVCs live in, and the Workspace
+   * storage provider they must have been made under.
+   */
+  options: Pick<AgentSandboxOptions, 'namespace' | 'workspaceStorageProviderId'>;
   /** Must select an https:// cluster with a CA to pin (checked at construction, as the adapter does). */
   kubeConfig: KubeConfig;
-  /** The storage configured now (default `kubernetes-pvc`, options revision `1`). */
-  selection?: StorageSelection;
   /** Budget of one inspection, both reads together (default 5 s). */
   timeoutMs?: number;
 }
@@ -52,8 +66,8 @@ export class KubernetesWorkspaceStorage implements WorkspaceStorage {
     // Throws ClusterTrustError for http://, insecure-skip-tls-verify or no CA: refused at start-up.
     clusterPinOf(deps.kubeConfig);
     this.kube = new KubeClient(deps.kubeConfig);
-    this.namespace = deps.namespace;
-    this.selection = deps.selection ?? { providerId: KUBERNETES_STORAGE_PROVIDER_ID, optionsRevision: '1' };
+    this.namespace = deps.options.namespace;
+    this.selection = storageSelectionOf(deps.options);
     this.timeoutMs = deps.timeoutMs ?? 5_000;
   }
 

@@ -5,10 +5,9 @@
 // the API server answering 503.
 import { randomBytes } from 'node:crypto';
 import type { WorkspaceStorage } from '../../actors/ports.ts';
-import { KubernetesWorkspaceStorage } from '../../providers/workspace-storage/kubernetes-storage.ts';
 import { startFakeKubeApi } from '../fakes/kube-api/index.ts';
 import { skipWithoutCrds } from '../support/crd-dir.ts';
-import { kubeConfigOf, NAMESPACE, plantWorkspace } from '../support/fake-cluster-harness.ts';
+import { NAMESPACE, plantWorkspace, storageOn } from '../support/fake-cluster-harness.ts';
 import { newOwner } from './contract-subject.ts';
 import { defineWorkspaceStorageContract } from './workspace-storage-cases.ts';
 
@@ -17,10 +16,7 @@ defineWorkspaceStorageContract(
   async () => {
     const fake = await startFakeKubeApi({ namespace: NAMESPACE, controller: { paused: true } });
     // Checks the fit with the port here, as cli/compose.ts does.
-    const storage: WorkspaceStorage = new KubernetesWorkspaceStorage({
-      namespace: NAMESPACE,
-      kubeConfig: kubeConfigOf(fake),
-    });
+    const storage: WorkspaceStorage = storageOn(fake);
     const pvcOf = (volumeId: string) => ({
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',

@@ -10,8 +10,9 @@ import { P, validEnv } from './agent-sandbox-fixtures.ts';
 import { ANNOTATIONS, LABELS, pvcNameOf, projectHashOf } from '../../providers/agent-sandbox/names.ts';
 import { loadAgentSandboxOptions } from '../../providers/agent-sandbox/options.ts';
 import {
-  KUBERNETES_STORAGE_PROVIDER_ID,
+  KubernetesWorkspaceStorage,
   STORAGE_ANNOTATIONS,
+  storageSelectionOf,
 } from '../../providers/workspace-storage/kubernetes-storage.ts';
 
 interface Ref {
@@ -37,6 +38,12 @@ export interface FakeClusterLike {
 export const NAMESPACE = 'sandlot-test';
 export const RUNTIME_CLASS_NAME = 'kata-vm-isolation';
 export const RUNTIME_HANDLER = 'kata';
+/** The Workspace storage provider the adapter's settings name (validEnv's). */
+export const WORKSPACE_STORAGE_PROVIDER_ID = 'azure-files-csi';
+/** The storage selection those settings configure: what the storage lifecycle annotates PVCs with. */
+export const STORAGE_SELECTION = storageSelectionOf({
+  workspaceStorageProviderId: WORKSPACE_STORAGE_PROVIDER_ID,
+});
 
 const EXT = 'extensions.agents.x-k8s.io/v1beta1';
 const CILIUM = 'cilium.io/v2';
@@ -119,8 +126,8 @@ export function workspacePvcObject(request: WorkspaceOf, annotations: Record<str
         [ANNOTATIONS.environmentId]: request.owner.environmentId,
         [ANNOTATIONS.volumeResourceGeneration]: String(request.workspace.resourceGeneration),
         [ANNOTATIONS.volumeDataGeneration]: String(request.workspace.dataGeneration),
-        [STORAGE_ANNOTATIONS.providerId]: KUBERNETES_STORAGE_PROVIDER_ID,
-        [STORAGE_ANNOTATIONS.optionsRevision]: '1',
+        [STORAGE_ANNOTATIONS.providerId]: STORAGE_SELECTION.providerId,
+        [STORAGE_ANNOTATIONS.optionsRevision]: STORAGE_SELECTION.optionsRevision,
         ...annotations,
       },
     },
@@ -185,6 +192,17 @@ export function adapterOn(
     ...settings,
   });
   return new AgentSandboxProvider({ options: loadAgentSandboxOptions(env, () => true), kubeConfig });
+}
+
+/** The Workspace storage readback against the fake, under the same settings as `adapterOn`. */
+export function storageOn(
+  fake: FakeClusterLike,
+  kubeConfig = kubeConfigOf(fake),
+): KubernetesWorkspaceStorage {
+  return new KubernetesWorkspaceStorage({
+    options: { namespace: NAMESPACE, workspaceStorageProviderId: WORKSPACE_STORAGE_PROVIDER_ID },
+    kubeConfig,
+  });
 }
 
 /** The network policy verifier against the fake, over the same namespace as `adapterOn`. */

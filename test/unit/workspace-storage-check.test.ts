@@ -11,7 +11,7 @@ import {
 import { problemBody } from '../../http/problems.ts';
 import { ERROR_CODE_PATTERN } from '../../lib/errors.ts';
 
-const selection = { providerId: 'kubernetes-pvc', optionsRevision: '1' };
+const selection = { providerId: 'azure-files-csi', optionsRevision: '1' };
 const volume = {
   tenantId: 'acme',
   projectId: 'checkout',
