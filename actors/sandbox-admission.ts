@@ -29,6 +29,7 @@ import type {
   WorkspaceVolumeRef,
 } from './ports.ts';
 import {
+  bindingOf,
   checkStorageEvidence,
   WorkspaceStorageRefusedError,
   WorkspaceStorageUnavailableError,
@@ -104,14 +105,11 @@ export async function verifyWorkspace(
     if (failures.length > 0) throw new WorkspaceStorageRefusedError(workspace.volumeId, failures);
   };
   refuse(checkStorageEvidence({ volume: ref, selection: storage.selection, binding, flushedFrom }, evidence));
-  if (binding !== null || evidence.pvc === null || evidence.selection === null) return;
-  // First verified admission: pin what was verified; a concurrent first pin of other storage loses here.
-  const held = await pinStorageBinding(q, workspace.volumeId, {
-    selection: evidence.selection,
-    pvcNamespace: evidence.pvc.namespace,
-    pvcName: evidence.pvc.name,
-    pvcUid: evidence.pvc.uid,
-  });
+  const verified = bindingOf(evidence);
+  if (verified === null || binding?.pv != null) return;
+  // First verified admission (or the first since PVs were pinned): pin what was verified; a
+  // concurrent first pin of other storage loses here.
+  const held = await pinStorageBinding(q, workspace.volumeId, verified);
   refuse(
     checkStorageEvidence({ volume: ref, selection: storage.selection, binding: held, flushedFrom }, evidence),
   );

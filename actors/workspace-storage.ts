@@ -3,9 +3,9 @@
 // apart from the reads, so both implementations and the admission path share one judgement.
 //
 // Order matters only for which failure names the problem: every failing check is listed.
-import type { StorageBinding } from '../store/workspace-bindings.ts';
+import type { PinnedVolume, StorageBinding } from '../store/workspace-bindings.ts';
 import { ActorError } from './errors.ts';
-import type { StorageEvidence, StorageSelection, WorkspaceVolumeRef } from './ports.ts';
+import type { StorageClaimRef, StorageEvidence, StorageSelection, WorkspaceVolumeRef } from './ports.ts';
 
 export const storageCheckCodes = [
   'workspace-selection-changed',
@@ -14,6 +14,7 @@ export const storageCheckCodes = [
   'workspace-storage-mismatch',
   'workspace-pvc-deleting',
   'workspace-pvc-unbound',
+  'workspace-pv-replaced',
   'workspace-pv-claim-mismatch',
 ] as const;
 export type StorageCheckCode = (typeof storageCheckCodes)[number];
@@ -126,16 +127,46 @@ export function checkStorageEvidence(
     fail('workspace-pvc-unbound', `${name} names PersistentVolume ${pvc.volumeName}, which does not exist`);
     return failures;
   }
-  const ref = pv.claimRef;
-  if (ref?.namespace !== pvc.namespace || ref.name !== pvc.name || ref.uid !== pvc.uid) {
-    const said =
-      ref === null ? 'no claim' : `${ref.namespace ?? '?'}/${ref.name ?? '?'} (UID ${ref.uid ?? '?'})`;
+  const pinnedPv = binding?.pv ?? null;
+  if (pinnedPv !== null && (pv.name !== pinnedPv.name || pv.uid !== pinnedPv.uid)) {
     fail(
-      'workspace-pv-claim-mismatch',
-      `PersistentVolume ${pv.name} is claimed by ${said}, not ${pvc.namespace}/${pvc.name} (UID ${pvc.uid})`,
+      'workspace-pv-replaced',
+      `${name} is bound to PersistentVolume ${pv.name} (UID ${pv.uid}), not the pinned ${pinnedPv.name} (UID ${pinnedPv.uid})`,
     );
   }
+  // Claimed by this PVC, and (once pinned) by the claim the pinned PV named: one failure either way.
+  const ref = pv.claimRef;
+  const claimed = (claim: StorageClaimRef) =>
+    `PersistentVolume ${pv.name} is claimed by ${showClaim(ref)}, not ${showClaim(claim)}`;
+  if (!sameClaim(ref, pvc)) {
+    fail('workspace-pv-claim-mismatch', claimed(pvc));
+  } else if (pinnedPv !== null && !sameClaim(ref, pinnedPv.claimRef)) {
+    fail('workspace-pv-claim-mismatch', `${claimed(pinnedPv.claimRef)}, the pinned claim`);
+  }
   return failures;
+}
+
+const sameClaim = (ref: StorageClaimRef | null, claim: StorageClaimRef) =>
+  ref !== null && ref.namespace === claim.namespace && ref.name === claim.name && ref.uid === claim.uid;
+
+const showClaim = (ref: StorageClaimRef | null) =>
+  ref === null ? 'no claim' : `${ref.namespace ?? '?'}/${ref.name ?? '?'} (UID ${ref.uid ?? '?'})`;
+
+/**
+ * The binding a verified admission pins: the selection, PVC and bound PV it verified, the PV's
+ * claimRef as it named that PVC. Null when the evidence holds nothing to pin (it never passes then).
+ */
+export function bindingOf(evidence: StorageEvidence): (StorageBinding & { pv: PinnedVolume }) | null {
+  const { selection, pvc, pv } = evidence;
+  if (selection === null || pvc === null || pv === null) return null;
+  const claimRef = { namespace: pvc.namespace, name: pvc.name, uid: pvc.uid };
+  return {
+    selection,
+    pvcNamespace: pvc.namespace,
+    pvcName: pvc.name,
+    pvcUid: pvc.uid,
+    pv: { name: pv.name, uid: pv.uid, claimRef },
+  };
 }
 
 /** Storage does not hold what the Workspace record says: nothing was reserved or dispatched. */

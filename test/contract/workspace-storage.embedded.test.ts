@@ -74,6 +74,15 @@ for (const backend of backends) {
           [values.environmentId ?? null, values.resourceGeneration ?? null, values.dataGeneration ?? null],
         );
       },
+      replacePv: async (v) => {
+        await set(v.volumeId, 'pv_uid = $2', [randomUUID()]);
+      },
+      rebindPv: async (v) => {
+        await set(v.volumeId, 'pv_name = $2, pv_uid = $3, pvc_volume_name = $2', [
+          `pv-other-${randomBytes(4).toString('hex')}`,
+          randomUUID(),
+        ]);
+      },
       claimPvBy: async (v, claim) => {
         await set(
           v.volumeId,

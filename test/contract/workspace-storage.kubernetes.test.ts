@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { WorkspaceStorage } from '../../actors/ports.ts';
 import { startFakeKubeApi } from '../fakes/kube-api/index.ts';
 import { skipWithoutCrds } from '../support/crd-dir.ts';
-import { NAMESPACE, plantWorkspace, storageOn } from '../support/fake-cluster-harness.ts';
+import { NAMESPACE, plantWorkspace, storageOn, workspacePvObject } from '../support/fake-cluster-harness.ts';
 import { newOwner } from './contract-subject.ts';
 import { defineWorkspaceStorageContract } from './workspace-storage-cases.ts';
 
@@ -65,6 +65,26 @@ defineWorkspaceStorageContract(
         delete metadata.resourceVersion;
         delete metadata.creationTimestamp;
         fake.objects.put({ ...old, metadata });
+        return Promise.resolve();
+      },
+      replacePv: (v) => {
+        const ref = pvOf(v.volumeId);
+        const old = fake.objects.get(ref);
+        if (old === undefined) throw new Error('no PV to replace');
+        fake.objects.remove(ref);
+        fake.objects.put({ ...old, metadata: { name: old.metadata.name } });
+        return Promise.resolve();
+      },
+      rebindPv: (v) => {
+        const pvc = fake.objects.get(pvcOf(v.volumeId));
+        if (pvc === undefined) throw new Error('no PVC to rebind');
+        fake.objects.remove(pvOf(v.volumeId));
+        const other = workspacePvObject(pvc);
+        const name = `pv-other-${randomBytes(4).toString('hex')}`;
+        fake.objects.put({ ...other, metadata: { name } });
+        fake.objects.mutate(pvcOf(v.volumeId), (claim) => {
+          claim.spec = { ...claim.spec, volumeName: name };
+        });
         return Promise.resolve();
       },
       annotate: (v, values) => {
