@@ -20,6 +20,7 @@ import {
   WorkspaceConflictError,
 } from './errors.ts';
 import type {
+  LeaseProviderRecord,
   NetworkPolicyVerdict,
   NetworkPolicyVerifier,
   ProviderCandidate,
@@ -86,7 +87,8 @@ const STORAGE_TIMEOUT_MS = 5_000;
 /**
  * The Workspace record, then its storage: the volume is this Environment's, at exactly the requested
  * generations and Available (WorkspaceConflictError), and storage, read back afresh through the
- * port, holds exactly the pinned PVC and its bound PV for that generation (actors/workspace-storage.ts).
+ * port where `lease` (what the new lease will record) says its objects live, holds exactly the
+ * pinned PVC and its bound PV for that generation (actors/workspace-storage.ts).
  * The first verified admission pins the storage binding every later one is compared with. Runs before
  * the lease is reserved, so a refusal reserves and dispatches nothing.
  */
@@ -94,13 +96,14 @@ export async function verifyWorkspace(
   q: Queryable,
   env: Pick<EnvironmentRow, 'environmentId' | 'tenantId' | 'projectId'>,
   workspace: { volumeId: string; resourceGeneration: number; dataGeneration: number },
+  lease: LeaseProviderRecord,
   storage: WorkspaceStorage = new EmbeddedWorkspaceStorage(q),
 ): Promise<void> {
   const ref = await verifyWorkspaceRecord(q, env, workspace);
   const binding = await readStorageBinding(q, workspace.volumeId);
   // A verified flush moves the record past storage's annotation; only its exact chain is accepted.
   const flushedFrom = await readVerifiedFlushGenerations(q, workspace.volumeId);
-  const evidence = await inspectStorage(storage, ref);
+  const evidence = await inspectStorage(storage, ref, lease);
   const refuse = (failures: StorageCheckFailure[]) => {
     if (failures.length > 0) throw new WorkspaceStorageRefusedError(workspace.volumeId, failures);
   };
@@ -145,9 +148,13 @@ export async function verifyWorkspaceRecord(
 }
 
 /** One bounded readback; a port that cannot answer becomes WorkspaceStorageUnavailableError (503). */
-async function inspectStorage(storage: WorkspaceStorage, ref: WorkspaceVolumeRef): Promise<StorageEvidence> {
+async function inspectStorage(
+  storage: WorkspaceStorage,
+  ref: WorkspaceVolumeRef,
+  lease: LeaseProviderRecord,
+): Promise<StorageEvidence> {
   try {
-    return await storage.inspect(ref, AbortSignal.timeout(STORAGE_TIMEOUT_MS));
+    return await storage.inspect(ref, lease, AbortSignal.timeout(STORAGE_TIMEOUT_MS));
   } catch (error) {
     if (error instanceof ActorError) throw error;
     throw new WorkspaceStorageUnavailableError(ref.volumeId, error);

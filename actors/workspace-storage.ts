@@ -2,12 +2,14 @@
 // WorkspaceStorage port reads back (actors/ports.ts) against the Workspace record. Pure: the rule,
 // apart from the reads, so both implementations and the admission path share one judgement.
 //
-// Order matters only for which failure names the problem: every failing check is listed.
+// Order matters only for which failure names the problem: every failing check is listed, except
+// after a cluster mismatch, where nothing was read to judge.
 import type { PinnedVolume, StorageBinding } from '../store/workspace-bindings.ts';
 import { ActorError } from './errors.ts';
 import type { StorageClaimRef, StorageEvidence, StorageSelection, WorkspaceVolumeRef } from './ports.ts';
 
 export const storageCheckCodes = [
+  'workspace-cluster-mismatch',
   'workspace-selection-changed',
   'workspace-pvc-missing',
   'workspace-pvc-replaced',
@@ -43,6 +45,9 @@ export interface StorageExpectation {
 const sameSelection = (a: StorageSelection | null, b: StorageSelection) =>
   a !== null && a.providerId === b.providerId && a.optionsRevision === b.optionsRevision;
 
+/** A cluster pin as messages name it: enough to tell two apart, short enough to read. */
+const short = (pin: string) => `${pin.slice(0, 12)}…`;
+
 const show = (s: StorageSelection | null) => (s === null ? 'none' : `${s.providerId}@${s.optionsRevision}`);
 
 /**
@@ -77,6 +82,16 @@ export function checkStorageEvidence(
   const failures: StorageCheckFailure[] = [];
   const fail = (code: StorageCheckCode, message: string) => failures.push({ code, message });
   const { volume, binding } = expected;
+  const { cluster } = evidence;
+  // Facts from another cluster than the lease's say nothing of its storage: none was read.
+  if (cluster !== null && cluster.live !== cluster.recorded) {
+    fail(
+      'workspace-cluster-mismatch',
+      `the storage of volume ${volume.volumeId} would be read from cluster ${short(cluster.live)}, ` +
+        `but the lease's objects live in cluster ${short(cluster.recorded)}; nothing was read from it`,
+    );
+    return failures;
+  }
   const pinned = binding?.selection ?? expected.selection;
 
   if (!sameSelection(pinned, expected.selection)) {

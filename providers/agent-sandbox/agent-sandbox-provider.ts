@@ -22,7 +22,7 @@ import type {
   SandboxProvider,
 } from '../provider.ts';
 import { agentSandboxIdentity } from './identity.ts';
-import { clusterPinOf } from './cluster-pin.ts';
+import { clusterPinOf, livePinOf } from './cluster-pin.ts';
 import { KubeClient } from './kube-client.ts';
 import { budget } from './kube-errors.ts';
 import { describe, inventory, listOwned } from './list-owned.ts';
@@ -109,12 +109,7 @@ export class AgentSandboxProvider implements SandboxProvider, ProviderInventory 
   /** The lease's snapshot, once its cluster pin matches the live cluster's (before any request). */
   private pinned(raw: ProviderOptionsSnapshot): AgentSandboxSnapshot {
     const snapshot = parseSnapshot(raw);
-    let live: string;
-    try {
-      live = clusterPinOf(this.kubeConfig);
-    } catch (error) {
-      throw uncertain('cluster-pin-unavailable', 'The live cluster pin cannot be computed', error);
-    }
+    const live = livePinOf(this.kubeConfig);
     if (live !== snapshot.clusterPin) {
       throw definitive(
         'cluster-pin-mismatch',

@@ -3,12 +3,19 @@
 // that storage would change, reads it back through the port and judges it with the one pure check
 // admission uses (actors/workspace-storage.ts), so both implementations mean the same by each fact.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StorageSelection, WorkspaceStorage, WorkspaceVolumeRef } from '../../actors/ports.ts';
+import type {
+  LeaseProviderRecord,
+  StorageSelection,
+  WorkspaceStorage,
+  WorkspaceVolumeRef,
+} from '../../actors/ports.ts';
 import { bindingOf, checkStorageEvidence, type StorageCheckCode } from '../../actors/workspace-storage.ts';
 import type { StorageBinding } from '../../store/workspace-bindings.ts';
 
 export interface WorkspaceStorageSubject {
   storage: WorkspaceStorage;
+  /** What the lease the volumes are admitted for records of its provider. */
+  lease: LeaseProviderRecord;
   /** A new volume and its storage, as the Workspace storage lifecycle leaves them: Bound, annotated. */
   newVolume(): Promise<WorkspaceVolumeRef>;
   /** A volume whose storage holds nothing (no PVC). */
@@ -57,7 +64,7 @@ export function defineWorkspaceStorageContract(
 
     /** The binding a first verified admission would pin, from the storage as it stands. */
     async function pinned(volume: WorkspaceVolumeRef): Promise<StorageBinding> {
-      const binding = bindingOf(await s().storage.inspect(volume, signal()));
+      const binding = bindingOf(await s().storage.inspect(volume, s().lease, signal()));
       if (binding === null) throw new Error('nothing to pin');
       return binding;
     }
@@ -66,7 +73,7 @@ export function defineWorkspaceStorageContract(
       volume: WorkspaceVolumeRef,
       binding: StorageBinding | null = null,
     ): Promise<StorageCheckCode[]> {
-      const evidence = await s().storage.inspect(volume, signal());
+      const evidence = await s().storage.inspect(volume, s().lease, signal());
       const expected = { volume, selection: s().storage.selection, binding };
       return checkStorageEvidence(expected, evidence).map((f) => f.code);
     }
@@ -77,7 +84,9 @@ export function defineWorkspaceStorageContract(
       const binding = await pinned(volume);
       expect(binding.selection).toEqual(s().storage.selection);
       expect(await codes(volume, binding)).toEqual([]);
-      const evidence = await s().storage.inspect(volume, signal());
+      const evidence = await s().storage.inspect(volume, s().lease, signal());
+      // Read where the lease's objects live (storage in no cluster says none).
+      if (evidence.cluster !== null) expect(evidence.cluster.live).toBe(evidence.cluster.recorded);
       expect(evidence.pvc).toMatchObject({
         environmentId: volume.environmentId,
         resourceGeneration: String(volume.resourceGeneration),
@@ -120,7 +129,7 @@ export function defineWorkspaceStorageContract(
       const volume = await s().newVolume();
       const binding = await pinned(volume);
       await s().replacePvc(volume);
-      const replaced = await s().storage.inspect(volume, signal());
+      const replaced = await s().storage.inspect(volume, s().lease, signal());
       await s().claimPvBy(volume, { uid: replaced.pvc?.uid ?? '' });
       expect(await codes(volume, binding)).toEqual(['workspace-pvc-replaced', 'workspace-pv-claim-mismatch']);
     });
@@ -155,8 +164,8 @@ export function defineWorkspaceStorageContract(
       await s().unbind(volume);
       expect(await codes(volume)).toEqual(['workspace-pvc-unbound']);
       const missing = await s().volumeWithoutStorage();
-      const evidence = await s().storage.inspect(missing, signal());
-      expect(evidence).toEqual({ selection: null, pvc: null, pv: null });
+      const evidence = await s().storage.inspect(missing, s().lease, signal());
+      expect(evidence).toMatchObject({ selection: null, pvc: null, pv: null });
       expect(await codes(missing)).toContain('workspace-pvc-missing');
     });
 
@@ -171,11 +180,11 @@ export function defineWorkspaceStorageContract(
     it('an outage throws: it is never evidence either way', async () => {
       const volume = await s().newVolume();
       const down = await s().unavailable();
-      await expect(down.inspect(volume, signal())).rejects.toThrow();
+      await expect(down.inspect(volume, s().lease, signal())).rejects.toThrow();
       // A cancelled read throws too.
       const cancelled = new AbortController();
       cancelled.abort(new Error('caller gave up'));
-      await expect(s().storage.inspect(volume, cancelled.signal)).rejects.toThrow();
+      await expect(s().storage.inspect(volume, s().lease, cancelled.signal)).rejects.toThrow();
     });
   });
 }

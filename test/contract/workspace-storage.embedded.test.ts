@@ -60,6 +60,8 @@ for (const backend of backends) {
 
     return {
       storage,
+      // A simulated lease's: the embedded storage, in no cluster, reads nothing of it.
+      lease: { providerOptions: { providerId: 'simulated', optionsRevision: '1' } },
       newVolume: () => volumeOf(true),
       volumeWithoutStorage: () => volumeOf(false),
       replacePvc: async (v) => {

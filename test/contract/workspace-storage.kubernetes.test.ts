@@ -7,7 +7,13 @@ import { randomBytes } from 'node:crypto';
 import type { WorkspaceStorage } from '../../actors/ports.ts';
 import { startFakeKubeApi } from '../fakes/kube-api/index.ts';
 import { skipWithoutCrds } from '../support/crd-dir.ts';
-import { NAMESPACE, plantWorkspace, storageOn, workspacePvObject } from '../support/fake-cluster-harness.ts';
+import {
+  adapterOn,
+  NAMESPACE,
+  plantWorkspace,
+  storageOn,
+  workspacePvObject,
+} from '../support/fake-cluster-harness.ts';
 import { newOwner } from './contract-subject.ts';
 import { defineWorkspaceStorageContract } from './workspace-storage-cases.ts';
 
@@ -52,6 +58,8 @@ defineWorkspaceStorageContract(
 
     return {
       storage,
+      // What a lease admitted by the adapter on this cluster records.
+      lease: { providerOptions: adapterOn(fake).optionsSnapshot() },
       newVolume: () => volume(true),
       volumeWithoutStorage: () => volume(false),
       replacePvc: (v) => {

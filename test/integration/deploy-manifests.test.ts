@@ -431,7 +431,11 @@ async function runWorkload(
       1,
     );
     expect(networkPolicy.verified).toBe(true);
-    const storage = await profiled.workspaceStorage.inspect(request.workspace, new AbortController().signal);
+    const storage = await profiled.workspaceStorage.inspect(
+      request.workspace,
+      { providerOptions: request.options },
+      new AbortController().signal,
+    );
     expect(storage.pv).not.toBeNull();
 
     const made = await provider.provision(request, budget());

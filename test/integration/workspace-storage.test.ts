@@ -22,6 +22,9 @@ import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
 import { environmentRows, problemOf, provisionWith, slug } from '../support/sandbox-scenarios.ts';
 
+/** The lease a provision would record; the embedded storage, in no cluster, reads nothing of it. */
+const embeddedLease = { providerOptions: { providerId: 'simulated' } };
+
 describe.each(backends)('workspace storage at admission (%s)', (backend) => {
   let handle: BackendHandle;
   let h: Harness;
@@ -157,7 +160,7 @@ describe.each(backends)('workspace storage at admission (%s)', (backend) => {
     // A database nothing listens for: the storage's read fails, as a real outage does.
     const down = createPgDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/test', max: 1 });
     try {
-      const refused = verifyWorkspace(h.db, env, s.volume, new EmbeddedWorkspaceStorage(down));
+      const refused = verifyWorkspace(h.db, env, s.volume, embeddedLease, new EmbeddedWorkspaceStorage(down));
       await expect(refused).rejects.toBeInstanceOf(WorkspaceStorageUnavailableError);
       await expect(refused).rejects.toMatchObject({ status: 503, code: 'workspace-storage-unavailable' });
     } finally {
@@ -208,7 +211,7 @@ describe('a database migrated before workspace storage', () => {
       const { applied } = await migrate(handle.db);
       expect(applied[0]).toBe('0007_workspace_storage.sql');
 
-      await verifyWorkspace(handle.db, env, volume);
+      await verifyWorkspace(handle.db, env, volume, embeddedLease);
       expect(await readStorageBinding(handle.db, volume.volumeId)).toMatchObject({
         pvcNamespace: 'embedded',
         pvcName: 'vol-0123456789abcdef0123456789abcdef',
@@ -240,7 +243,7 @@ describe('a database migrated before workspace storage', () => {
       expect((await migrate(handle.db)).applied[0]).toBe('0026_workspace_storage_pv_pin.sql');
       expect((await readStorageBinding(handle.db, made.volumeId))?.pv).toBeNull();
 
-      await verifyWorkspace(handle.db, env, made);
+      await verifyWorkspace(handle.db, env, made, embeddedLease);
       const pinned = await readStorageBinding(handle.db, made.volumeId);
       expect(pinned?.pv).toMatchObject({ claimRef: { uid: pinned?.pvcUid } });
       // From then on, a replaced PV is refused.
@@ -248,7 +251,7 @@ describe('a database migrated before workspace storage', () => {
         made.volumeId,
         randomUUID(),
       ]);
-      await expect(verifyWorkspace(handle.db, env, made)).rejects.toMatchObject({
+      await expect(verifyWorkspace(handle.db, env, made, embeddedLease)).rejects.toMatchObject({
         status: 409,
         code: 'workspace-pv-replaced',
       });

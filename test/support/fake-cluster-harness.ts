@@ -2,6 +2,9 @@
 // test and passed in), with the cluster objects a real installation would
 // already hold: the VM RuntimeClass, and each Workspace PVC, Bound to its PV and annotated, which in production
 // the Workspace storage lifecycle provisions before any Sandbox asks for it.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
 import type { ProvisionRequest, SandboxProvider } from '../../providers/provider.ts';
 import { AgentSandboxProvider } from '../../providers/agent-sandbox/agent-sandbox-provider.ts';
 import { CiliumNetworkPolicyVerifier } from '../../providers/agent-sandbox/cilium-verifier.ts';
@@ -171,6 +174,37 @@ export function plantWorkspace(fake: FakeClusterLike, request: WorkspaceOf): voi
   fake.objects.put(workspacePvObject(pvc));
 }
 
+/**
+ * A kubeconfig file for the fake whose cluster CA is a file beside it, as the in-cluster
+ * service-account `ca.crt` is, so a test can change the trusted set under a running process:
+ * `trust(pem)` rewrites the file (client-node and the cluster pin read it afresh).
+ */
+export function caFileKubeconfig(
+  fake: FakeClusterLike & { caPem: string },
+  dir: string,
+): { path: string; kubeConfig: () => KubeConfig; trust(pem: string): void } {
+  const caPath = join(dir, 'ca.crt');
+  const path = join(dir, 'kubeconfig');
+  writeFileSync(caPath, fake.caPem);
+  const config = parse(fake.kubeconfig({ namespace: NAMESPACE })) as {
+    clusters: { cluster: Record<string, unknown> }[];
+  };
+  for (const { cluster } of config.clusters) {
+    delete cluster['certificate-authority-data'];
+    cluster['certificate-authority'] = caPath;
+  }
+  writeFileSync(path, stringify(config));
+  return {
+    path,
+    kubeConfig: () => {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(path);
+      return kubeConfig;
+    },
+    trust: (pem) => writeFileSync(caPath, pem),
+  };
+}
+
 export function kubeConfigOf(fake: FakeClusterLike, caPem?: string): KubeConfig {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(fake.kubeconfig(caPem === undefined ? { namespace: NAMESPACE } : { caPem }));
@@ -200,7 +234,7 @@ export function storageOn(
   kubeConfig = kubeConfigOf(fake),
 ): KubernetesWorkspaceStorage {
   return new KubernetesWorkspaceStorage({
-    options: { namespace: NAMESPACE, workspaceStorageProviderId: WORKSPACE_STORAGE_PROVIDER_ID },
+    options: { workspaceStorageProviderId: WORKSPACE_STORAGE_PROVIDER_ID },
     kubeConfig,
   });
 }

@@ -29,6 +29,7 @@ const binding = {
 };
 const expected: StorageExpectation = { volume, selection, binding };
 const good: StorageEvidence = {
+  cluster: null,
   selection,
   pvc: {
     namespace: 'ns',
@@ -63,7 +64,7 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
   [
     '5. no PVC',
     expected,
-    { selection: null, pvc: null, pv: null },
+    { cluster: null, selection: null, pvc: null, pv: null },
     ['workspace-selection-changed', 'workspace-pvc-missing'],
   ],
   [
@@ -140,6 +141,18 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
       pv: { ...good.pv!, claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-2' } },
     },
     ['workspace-pvc-replaced', 'workspace-pv-claim-mismatch'],
+  ],
+  [
+    '14e. read from the cluster the lease recorded',
+    expected,
+    { ...good, cluster: { recorded: 'a'.repeat(64), live: 'a'.repeat(64) } },
+    [],
+  ],
+  [
+    '14f. another cluster than the lease recorded: nothing read, nothing else judged',
+    expected,
+    { cluster: { recorded: 'a'.repeat(64), live: 'b'.repeat(64) }, selection: null, pvc: null, pv: null },
+    ['workspace-cluster-mismatch'],
   ],
   // The volume is at data generation 3; `flushedFrom` lists where its Verified flushes started.
   [
