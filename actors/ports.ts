@@ -57,14 +57,19 @@ export type NetworkPolicyVerdict = { verified: true } | { verified: false; reaso
 
 export interface NetworkPolicyVerifier {
   /**
-   * Fresh verification that `generation` is the project's current network policy and is in force:
-   * `verified: false` with a reason when it is not. Throws when the source of truth cannot answer
-   * (a failed or partial read), so an outage is never mistaken for a verdict either way.
+   * Fresh verification that `generation` is the project's current network policy and is in force
+   * where `lease` (what the lease records, or at admission is about to record) says its objects
+   * live: `verified: false` with a reason when it is not, or when the source answers from elsewhere
+   * (on Kubernetes, another cluster than the lease's pin). Throws when the source of truth cannot
+   * answer (a failed or partial read), so an outage is never mistaken for a verdict either way.
+   * Without `lease` (the dispatch check, which passes none yet) an implementation compares with
+   * what a new lease of the configured provider records.
    */
   verify(
     tenantId: string,
     projectId: string,
     generation: number,
+    lease?: LeaseProviderRecord,
     via?: Queryable,
   ): Promise<NetworkPolicyVerdict>;
 }

@@ -183,15 +183,19 @@ export class NetworkPolicyUnavailableError extends ActorError {
   }
 }
 
-/** Asks the verifier afresh; a verifier that cannot answer becomes NetworkPolicyUnavailableError. */
+/**
+ * Asks the verifier afresh, for `lease` (what it records, or at admission will record); a verifier
+ * that cannot answer becomes NetworkPolicyUnavailableError.
+ */
 async function checkNetworkPolicy(
   policies: NetworkPolicyVerifier,
   tenantId: string,
   projectId: string,
   generation: number,
+  lease: LeaseProviderRecord,
 ): Promise<NetworkPolicyVerdict> {
   try {
-    return await policies.verify(tenantId, projectId, generation);
+    return await policies.verify(tenantId, projectId, generation, lease);
   } catch (error) {
     if (error instanceof ActorError) throw error;
     throw new NetworkPolicyUnavailableError(generation, error);
@@ -204,8 +208,9 @@ export async function verifyNetworkPolicy(
   tenantId: string,
   projectId: string,
   generation: number,
+  lease: LeaseProviderRecord,
 ): Promise<void> {
-  const verdict = await checkNetworkPolicy(policies, tenantId, projectId, generation);
+  const verdict = await checkNetworkPolicy(policies, tenantId, projectId, generation, lease);
   if (!verdict.verified) throw new NetworkPolicyUnverifiedError(verdict.reason);
 }
 
@@ -215,6 +220,7 @@ export async function networkPolicyVerified(
   tenantId: string,
   projectId: string,
   generation: number,
+  lease: LeaseProviderRecord,
 ): Promise<boolean> {
-  return (await checkNetworkPolicy(policies, tenantId, projectId, generation)).verified;
+  return (await checkNetworkPolicy(policies, tenantId, projectId, generation, lease)).verified;
 }

@@ -130,6 +130,7 @@ export class SandboxService {
           caller.tenantId,
           address.projectId,
           request.networkPolicyGeneration,
+          { providerOptions },
         );
       }
       return current;
@@ -391,6 +392,7 @@ export class SandboxService {
                 env.tenantId,
                 env.projectId,
                 networkPolicyGeneration,
+                after,
               )),
           };
     await guard.check();

@@ -22,7 +22,7 @@ import type {
   SandboxProvider,
 } from '../provider.ts';
 import { agentSandboxIdentity } from './identity.ts';
-import { clusterPinOf, livePinOf } from './cluster-pin.ts';
+import { clusterPinOf, livePinOf, shortPin } from './cluster-pin.ts';
 import { KubeClient } from './kube-client.ts';
 import { budget } from './kube-errors.ts';
 import { describe, inventory, listOwned } from './list-owned.ts';
@@ -113,8 +113,8 @@ export class AgentSandboxProvider implements SandboxProvider, ProviderInventory 
     if (live !== snapshot.clusterPin) {
       throw definitive(
         'cluster-pin-mismatch',
-        `The lease's objects live in cluster ${snapshot.clusterPin.slice(0, 12)}…, ` +
-          `but this process talks to cluster ${live.slice(0, 12)}…; refusing to act on another cluster`,
+        `The lease's objects live in cluster ${shortPin(snapshot.clusterPin)}, ` +
+          `but this process talks to cluster ${shortPin(live)}; refusing to act on another cluster`,
       );
     }
     return snapshot;

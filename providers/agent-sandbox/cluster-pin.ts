@@ -106,3 +106,6 @@ export function livePinOf(kubeConfig: KubeConfig): string {
     throw uncertain('cluster-pin-unavailable', 'The live cluster pin cannot be computed', error);
   }
 }
+
+/** A pin as messages name it: enough hex digits to tell two clusters apart, never the whole. */
+export const shortPin = (pin: string) => `${pin.slice(0, 12)}…`;

@@ -24,7 +24,7 @@ import {
   verifierOn,
 } from '../support/fake-cluster-harness.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
-import { provisionBody, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
+import { json, provisionBody, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
 import { environmentRows, problemOf, setupCustomScenario, slug } from '../support/sandbox-scenarios.ts';
 
 describe.skipIf(skipWithoutCrds)('checks made for a lease compare the cluster pin it recorded', () => {
@@ -90,5 +90,26 @@ describe.skipIf(skipWithoutCrds)('checks made for a lease compare the cluster pi
     // Back on the lease's cluster, the same request is admitted.
     expect((await provision(s)).status).toBe(202);
     await waitForLease(h, s, (l) => l['state'] === 'Active', 30_000);
+  });
+
+  it('inspection verifies the network policy in the cluster the lease recorded, every time', async () => {
+    const s = await scenario('run-pin-inspection');
+    expect((await provision(s)).status).toBe(202);
+    await waitForLease(h, s, (l) => l['state'] === 'Active', 30_000);
+    const policyCondition = async () => {
+      const res = await h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=1`, { token: s.token });
+      const body = await json<{ conditions: { type: string; status: string; message: string }[] }>(res);
+      return body.conditions.find((c) => c.type === 'NetworkPolicyVerified');
+    };
+    expect(await policyCondition()).toMatchObject({ status: 'True' });
+    try {
+      ca.trust(`${fake.caPem}\n${another}`);
+      const before = fake.requests.filter((r) => r.resource === 'ciliumnetworkpolicies').length;
+      expect(await policyCondition()).toMatchObject({ status: 'False' });
+      expect(fake.requests.filter((r) => r.resource === 'ciliumnetworkpolicies').length).toBe(before);
+    } finally {
+      ca.trust(fake.caPem);
+    }
+    expect(await policyCondition()).toMatchObject({ status: 'True' });
   });
 });

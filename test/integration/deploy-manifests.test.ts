@@ -429,6 +429,7 @@ async function runWorkload(
       request.owner.tenantId,
       request.owner.projectId,
       1,
+      { providerOptions: request.options },
     );
     expect(networkPolicy.verified).toBe(true);
     const storage = await profiled.workspaceStorage.inspect(
