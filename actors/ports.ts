@@ -2,7 +2,7 @@
 // tables (store/) and, in production, a client of the real thing (an HTTP service, or for network
 // policies the Kubernetes API). Implementations accept an optional `via` handle so a recheck made
 // inside a transaction reads through that transaction; those that read no table ignore it.
-import type { ProviderIdentity } from '../providers/provider.ts';
+import type { ProviderIdentity, ProviderOptionsSnapshot } from '../providers/provider.ts';
 import type { AttemptRow } from '../store/attempts.ts';
 import type { Queryable } from '../store/db.ts';
 import type {
@@ -57,14 +57,19 @@ export type NetworkPolicyVerdict = { verified: true } | { verified: false; reaso
 
 export interface NetworkPolicyVerifier {
   /**
-   * Fresh verification that `generation` is the project's current network policy and is in force:
-   * `verified: false` with a reason when it is not. Throws when the source of truth cannot answer
-   * (a failed or partial read), so an outage is never mistaken for a verdict either way.
+   * Fresh verification that `generation` is the project's current network policy and is in force
+   * where `lease` (what the lease records, or at admission is about to record) says its objects
+   * live: `verified: false` with a reason when it is not, or when the source answers from elsewhere
+   * (on Kubernetes, another cluster than the lease's pin). Throws when the source of truth cannot
+   * answer (a failed or partial read), so an outage is never mistaken for a verdict either way.
+   * Without `lease` (the dispatch check, which passes none yet) an implementation compares with
+   * what a new lease of the configured provider records.
    */
   verify(
     tenantId: string,
     projectId: string,
     generation: number,
+    lease?: LeaseProviderRecord,
     via?: Queryable,
   ): Promise<NetworkPolicyVerdict>;
 }
@@ -209,6 +214,16 @@ export interface AgentHost {
   sessionState(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostSessionState>;
 }
 
+/**
+ * What a lease records of the provider it was admitted for (at admission: what the new lease is
+ * about to record): its options snapshot, opaque here. A check made for the lease compares with
+ * these, never with the running process's settings; on Kubernetes the snapshot holds the cluster
+ * pin and the namespace the lease's objects live under.
+ */
+export interface LeaseProviderRecord {
+  providerOptions: ProviderOptionsSnapshot;
+}
+
 /** A Workspace's storage provider and options revision: what a volume's storage is pinned to. */
 export interface StorageSelection {
   providerId: string;
@@ -237,6 +252,12 @@ export interface StorageClaimRef {
  * storage holds nothing). actors/workspace-storage.ts judges them against the Workspace record.
  */
 export interface StorageEvidence {
+  /**
+   * Which cluster storage answers from, by pin, and which one the lease recorded; null for storage
+   * in no cluster (the embedded table). When the two differ nothing was read, so the fields below
+   * are null and say nothing: the check refuses on the cluster alone.
+   */
+  cluster: { recorded: string; live: string } | null;
   /** The storage selection the volume's claim was made under (null when it names none). */
   selection: StorageSelection | null;
   /** The Workspace PVC, or null when it does not exist. */
@@ -262,10 +283,16 @@ export interface WorkspaceStorage {
   /** The storage configured now: what a volume's first verified admission pins it to. */
   readonly selection: StorageSelection;
   /**
-   * Fresh evidence of the volume's storage. Throws when storage cannot be read (a failed call, a
-   * timeout, the signal): an outage is never a verdict, and absence is only ever a null field.
+   * Fresh evidence of the volume's storage, read where the lease's objects live (its recorded
+   * cluster and namespace). Throws when storage cannot be read (a failed call, a timeout, the
+   * signal, a cluster identity that cannot be computed now): an outage is never a verdict, and
+   * absence is only ever a null field.
    */
-  inspect(volume: WorkspaceVolumeRef, signal: AbortSignal): Promise<StorageEvidence>;
+  inspect(
+    volume: WorkspaceVolumeRef,
+    lease: LeaseProviderRecord,
+    signal: AbortSignal,
+  ): Promise<StorageEvidence>;
 }
 
 /**

@@ -20,6 +20,7 @@ import {
   WorkspaceConflictError,
 } from './errors.ts';
 import type {
+  LeaseProviderRecord,
   NetworkPolicyVerdict,
   NetworkPolicyVerifier,
   ProviderCandidate,
@@ -29,6 +30,7 @@ import type {
   WorkspaceVolumeRef,
 } from './ports.ts';
 import {
+  bindingOf,
   checkStorageEvidence,
   WorkspaceStorageRefusedError,
   WorkspaceStorageUnavailableError,
@@ -85,7 +87,8 @@ const STORAGE_TIMEOUT_MS = 5_000;
 /**
  * The Workspace record, then its storage: the volume is this Environment's, at exactly the requested
  * generations and Available (WorkspaceConflictError), and storage, read back afresh through the
- * port, holds exactly the pinned PVC and its bound PV for that generation (actors/workspace-storage.ts).
+ * port where `lease` (what the new lease will record) says its objects live, holds exactly the
+ * pinned PVC and its bound PV for that generation (actors/workspace-storage.ts).
  * The first verified admission pins the storage binding every later one is compared with. Runs before
  * the lease is reserved, so a refusal reserves and dispatches nothing.
  */
@@ -93,25 +96,23 @@ export async function verifyWorkspace(
   q: Queryable,
   env: Pick<EnvironmentRow, 'environmentId' | 'tenantId' | 'projectId'>,
   workspace: { volumeId: string; resourceGeneration: number; dataGeneration: number },
+  lease: LeaseProviderRecord,
   storage: WorkspaceStorage = new EmbeddedWorkspaceStorage(q),
 ): Promise<void> {
   const ref = await verifyWorkspaceRecord(q, env, workspace);
   const binding = await readStorageBinding(q, workspace.volumeId);
   // A verified flush moves the record past storage's annotation; only its exact chain is accepted.
   const flushedFrom = await readVerifiedFlushGenerations(q, workspace.volumeId);
-  const evidence = await inspectStorage(storage, ref);
+  const evidence = await inspectStorage(storage, ref, lease);
   const refuse = (failures: StorageCheckFailure[]) => {
     if (failures.length > 0) throw new WorkspaceStorageRefusedError(workspace.volumeId, failures);
   };
   refuse(checkStorageEvidence({ volume: ref, selection: storage.selection, binding, flushedFrom }, evidence));
-  if (binding !== null || evidence.pvc === null || evidence.selection === null) return;
-  // First verified admission: pin what was verified; a concurrent first pin of other storage loses here.
-  const held = await pinStorageBinding(q, workspace.volumeId, {
-    selection: evidence.selection,
-    pvcNamespace: evidence.pvc.namespace,
-    pvcName: evidence.pvc.name,
-    pvcUid: evidence.pvc.uid,
-  });
+  const verified = bindingOf(evidence);
+  if (verified === null || binding?.pv != null) return;
+  // First verified admission (or the first since PVs were pinned): pin what was verified; a
+  // concurrent first pin of other storage loses here.
+  const held = await pinStorageBinding(q, workspace.volumeId, verified);
   refuse(
     checkStorageEvidence({ volume: ref, selection: storage.selection, binding: held, flushedFrom }, evidence),
   );
@@ -147,9 +148,13 @@ export async function verifyWorkspaceRecord(
 }
 
 /** One bounded readback; a port that cannot answer becomes WorkspaceStorageUnavailableError (503). */
-async function inspectStorage(storage: WorkspaceStorage, ref: WorkspaceVolumeRef): Promise<StorageEvidence> {
+async function inspectStorage(
+  storage: WorkspaceStorage,
+  ref: WorkspaceVolumeRef,
+  lease: LeaseProviderRecord,
+): Promise<StorageEvidence> {
   try {
-    return await storage.inspect(ref, AbortSignal.timeout(STORAGE_TIMEOUT_MS));
+    return await storage.inspect(ref, lease, AbortSignal.timeout(STORAGE_TIMEOUT_MS));
   } catch (error) {
     if (error instanceof ActorError) throw error;
     throw new WorkspaceStorageUnavailableError(ref.volumeId, error);
@@ -178,15 +183,19 @@ export class NetworkPolicyUnavailableError extends ActorError {
   }
 }
 
-/** Asks the verifier afresh; a verifier that cannot answer becomes NetworkPolicyUnavailableError. */
+/**
+ * Asks the verifier afresh, for `lease` (what it records, or at admission will record); a verifier
+ * that cannot answer becomes NetworkPolicyUnavailableError.
+ */
 async function checkNetworkPolicy(
   policies: NetworkPolicyVerifier,
   tenantId: string,
   projectId: string,
   generation: number,
+  lease: LeaseProviderRecord,
 ): Promise<NetworkPolicyVerdict> {
   try {
-    return await policies.verify(tenantId, projectId, generation);
+    return await policies.verify(tenantId, projectId, generation, lease);
   } catch (error) {
     if (error instanceof ActorError) throw error;
     throw new NetworkPolicyUnavailableError(generation, error);
@@ -199,8 +208,9 @@ export async function verifyNetworkPolicy(
   tenantId: string,
   projectId: string,
   generation: number,
+  lease: LeaseProviderRecord,
 ): Promise<void> {
-  const verdict = await checkNetworkPolicy(policies, tenantId, projectId, generation);
+  const verdict = await checkNetworkPolicy(policies, tenantId, projectId, generation, lease);
   if (!verdict.verified) throw new NetworkPolicyUnverifiedError(verdict.reason);
 }
 
@@ -210,6 +220,7 @@ export async function networkPolicyVerified(
   tenantId: string,
   projectId: string,
   generation: number,
+  lease: LeaseProviderRecord,
 ): Promise<boolean> {
-  return (await checkNetworkPolicy(policies, tenantId, projectId, generation)).verified;
+  return (await checkNetworkPolicy(policies, tenantId, projectId, generation, lease)).verified;
 }

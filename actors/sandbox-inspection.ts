@@ -166,7 +166,13 @@ export class SandboxInspection {
       applies.networkPolicy &&
       networkPolicyGeneration !== undefined &&
       networkPolicyGeneration === request?.networkPolicyGeneration &&
-      (await networkPolicyVerified(networkPolicies, env.tenantId, env.projectId, networkPolicyGeneration));
+      (await networkPolicyVerified(
+        networkPolicies,
+        env.tenantId,
+        env.projectId,
+        networkPolicyGeneration,
+        first,
+      ));
     const observed = await readLeaseByOperation(db, first.operationId);
     // Traffic stops when the Pod answering is not the one the lease mapped (a reused name, or
     // status that is stale): never ready, and the observation says why.

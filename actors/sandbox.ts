@@ -110,6 +110,8 @@ export class SandboxService {
     const replay = await this.#replayedProvision(env, request, guard);
     if (replay !== null) return replay;
 
+    // What the lease will record of its provider: the checks below are made against it.
+    const providerOptions = { ...provider.optionsSnapshot() };
     // Asked again, with the selection, inside the commit transaction after these waits.
     const admitted = (async () => {
       const current = await guard.selection(address.runId);
@@ -118,7 +120,7 @@ export class SandboxService {
       // A check the provider's capabilities do not call for is skipped, and nothing claims it passed.
       const applies = providerApplicability(provider.identity);
       if (applies.workspaceStorage) {
-        await verifyWorkspace(db, env, request.workspace, this.deps.workspaceStorage);
+        await verifyWorkspace(db, env, request.workspace, { providerOptions }, this.deps.workspaceStorage);
       } else {
         await verifyWorkspaceRecord(db, env, request.workspace);
       }
@@ -128,6 +130,7 @@ export class SandboxService {
           caller.tenantId,
           address.projectId,
           request.networkPolicyGeneration,
+          { providerOptions },
         );
       }
       return current;
@@ -154,7 +157,7 @@ export class SandboxService {
         workspace: request.workspace,
         networkPolicyGeneration: request.networkPolicyGeneration,
         providerIdentity: { ...provider.identity },
-        providerOptions: { ...provider.optionsSnapshot() },
+        providerOptions,
         runSelection: { ...selection },
         requestedBy: caller.subject,
         expiresAt:
@@ -389,6 +392,7 @@ export class SandboxService {
                 env.tenantId,
                 env.projectId,
                 networkPolicyGeneration,
+                after,
               )),
           };
     await guard.check();

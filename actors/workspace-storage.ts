@@ -2,18 +2,21 @@
 // WorkspaceStorage port reads back (actors/ports.ts) against the Workspace record. Pure: the rule,
 // apart from the reads, so both implementations and the admission path share one judgement.
 //
-// Order matters only for which failure names the problem: every failing check is listed.
-import type { StorageBinding } from '../store/workspace-bindings.ts';
+// Order matters only for which failure names the problem: every failing check is listed, except
+// after a cluster mismatch, where nothing was read to judge.
+import type { PinnedVolume, StorageBinding } from '../store/workspace-bindings.ts';
 import { ActorError } from './errors.ts';
-import type { StorageEvidence, StorageSelection, WorkspaceVolumeRef } from './ports.ts';
+import type { StorageClaimRef, StorageEvidence, StorageSelection, WorkspaceVolumeRef } from './ports.ts';
 
 export const storageCheckCodes = [
+  'workspace-cluster-mismatch',
   'workspace-selection-changed',
   'workspace-pvc-missing',
   'workspace-pvc-replaced',
   'workspace-storage-mismatch',
   'workspace-pvc-deleting',
   'workspace-pvc-unbound',
+  'workspace-pv-replaced',
   'workspace-pv-claim-mismatch',
 ] as const;
 export type StorageCheckCode = (typeof storageCheckCodes)[number];
@@ -41,6 +44,9 @@ export interface StorageExpectation {
 
 const sameSelection = (a: StorageSelection | null, b: StorageSelection) =>
   a !== null && a.providerId === b.providerId && a.optionsRevision === b.optionsRevision;
+
+/** A cluster pin as messages name it: enough to tell two apart, short enough to read. */
+const short = (pin: string) => `${pin.slice(0, 12)}…`;
 
 const show = (s: StorageSelection | null) => (s === null ? 'none' : `${s.providerId}@${s.optionsRevision}`);
 
@@ -76,6 +82,16 @@ export function checkStorageEvidence(
   const failures: StorageCheckFailure[] = [];
   const fail = (code: StorageCheckCode, message: string) => failures.push({ code, message });
   const { volume, binding } = expected;
+  const { cluster } = evidence;
+  // Facts from another cluster than the lease's say nothing of its storage: none was read.
+  if (cluster !== null && cluster.live !== cluster.recorded) {
+    fail(
+      'workspace-cluster-mismatch',
+      `the storage of volume ${volume.volumeId} would be read from cluster ${short(cluster.live)}, ` +
+        `but the lease's objects live in cluster ${short(cluster.recorded)}; nothing was read from it`,
+    );
+    return failures;
+  }
   const pinned = binding?.selection ?? expected.selection;
 
   if (!sameSelection(pinned, expected.selection)) {
@@ -126,16 +142,46 @@ export function checkStorageEvidence(
     fail('workspace-pvc-unbound', `${name} names PersistentVolume ${pvc.volumeName}, which does not exist`);
     return failures;
   }
-  const ref = pv.claimRef;
-  if (ref?.namespace !== pvc.namespace || ref.name !== pvc.name || ref.uid !== pvc.uid) {
-    const said =
-      ref === null ? 'no claim' : `${ref.namespace ?? '?'}/${ref.name ?? '?'} (UID ${ref.uid ?? '?'})`;
+  const pinnedPv = binding?.pv ?? null;
+  if (pinnedPv !== null && (pv.name !== pinnedPv.name || pv.uid !== pinnedPv.uid)) {
     fail(
-      'workspace-pv-claim-mismatch',
-      `PersistentVolume ${pv.name} is claimed by ${said}, not ${pvc.namespace}/${pvc.name} (UID ${pvc.uid})`,
+      'workspace-pv-replaced',
+      `${name} is bound to PersistentVolume ${pv.name} (UID ${pv.uid}), not the pinned ${pinnedPv.name} (UID ${pinnedPv.uid})`,
     );
   }
+  // Claimed by this PVC, and (once pinned) by the claim the pinned PV named: one failure either way.
+  const ref = pv.claimRef;
+  const claimed = (claim: StorageClaimRef) =>
+    `PersistentVolume ${pv.name} is claimed by ${showClaim(ref)}, not ${showClaim(claim)}`;
+  if (!sameClaim(ref, pvc)) {
+    fail('workspace-pv-claim-mismatch', claimed(pvc));
+  } else if (pinnedPv !== null && !sameClaim(ref, pinnedPv.claimRef)) {
+    fail('workspace-pv-claim-mismatch', `${claimed(pinnedPv.claimRef)}, the pinned claim`);
+  }
   return failures;
+}
+
+const sameClaim = (ref: StorageClaimRef | null, claim: StorageClaimRef) =>
+  ref !== null && ref.namespace === claim.namespace && ref.name === claim.name && ref.uid === claim.uid;
+
+const showClaim = (ref: StorageClaimRef | null) =>
+  ref === null ? 'no claim' : `${ref.namespace ?? '?'}/${ref.name ?? '?'} (UID ${ref.uid ?? '?'})`;
+
+/**
+ * The binding a verified admission pins: the selection, PVC and bound PV it verified, the PV's
+ * claimRef as it named that PVC. Null when the evidence holds nothing to pin (it never passes then).
+ */
+export function bindingOf(evidence: StorageEvidence): (StorageBinding & { pv: PinnedVolume }) | null {
+  const { selection, pvc, pv } = evidence;
+  if (selection === null || pvc === null || pv === null) return null;
+  const claimRef = { namespace: pvc.namespace, name: pvc.name, uid: pvc.uid };
+  return {
+    selection,
+    pvcNamespace: pvc.namespace,
+    pvcName: pvc.name,
+    pvcUid: pvc.uid,
+    pv: { name: pv.name, uid: pv.uid, claimRef },
+  };
 }
 
 /** Storage does not hold what the Workspace record says: nothing was reserved or dispatched. */

@@ -1,7 +1,7 @@
 // Embedded network-policy registry: immutable generations per project, standing in for the
 // Cilium policy readback a Kubernetes deployment verifies (providers/agent-sandbox/cilium-verifier.ts).
 // The admin route PUT …/network-policies/{generation} writes it; TableNetworkPolicies reads it.
-import type { NetworkPolicyVerdict, NetworkPolicyVerifier } from '../actors/ports.ts';
+import type { LeaseProviderRecord, NetworkPolicyVerdict, NetworkPolicyVerifier } from '../actors/ports.ts';
 import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import type { Queryable } from './db.ts';
 
@@ -59,10 +59,12 @@ export async function latestNetworkPolicyGeneration(
 export class TableNetworkPolicies implements NetworkPolicyVerifier {
   constructor(private readonly db: Queryable) {}
 
+  /** The table is one, in no cluster: the lease records nothing it is read by. */
   async verify(
     tenantId: string,
     projectId: string,
     generation: number,
+    _lease?: LeaseProviderRecord,
     via?: Queryable,
   ): Promise<NetworkPolicyVerdict> {
     const q = via ?? this.db;

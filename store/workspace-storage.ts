@@ -5,6 +5,7 @@
 // (providers/workspace-storage/kubernetes-storage.ts); both pass test/contract/workspace-storage-cases.ts.
 import { randomUUID } from 'node:crypto';
 import type {
+  LeaseProviderRecord,
   StorageEvidence,
   StorageSelection,
   WorkspaceStorage,
@@ -75,8 +76,9 @@ const columns = `storage_provider_id AS "providerId", storage_options_revision A
   pvc_deleting AS deleting, pv_name AS "pvName", pv_uid AS "pvUid", pv_claim_namespace AS "claimNamespace",
   pv_claim_name AS "claimName", pv_claim_uid AS "claimUid"`;
 
+// The embedded storage lives in no cluster: there is none to compare with the lease's.
 function evidenceOf(row: StorageRow | undefined): StorageEvidence {
-  if (row === undefined) return { selection: null, pvc: null, pv: null };
+  if (row === undefined) return { cluster: null, selection: null, pvc: null, pv: null };
   const selection =
     row.providerId === null || row.optionsRevision === null
       ? null
@@ -84,6 +86,7 @@ function evidenceOf(row: StorageRow | undefined): StorageEvidence {
   // A PV is only found through the claim's volumeName, as in Kubernetes.
   const bound = row.volumeName !== null && row.volumeName === row.pvName && row.pvUid !== null;
   return {
+    cluster: null,
     selection,
     pvc: {
       namespace: row.pvcNamespace,
@@ -115,7 +118,12 @@ export class EmbeddedWorkspaceStorage implements WorkspaceStorage {
 
   constructor(private readonly db: Queryable) {}
 
-  async inspect(volume: WorkspaceVolumeRef, signal: AbortSignal): Promise<StorageEvidence> {
+  /** The lease records nothing the embedded storage is read by: one table, in no cluster. */
+  async inspect(
+    volume: WorkspaceVolumeRef,
+    _lease: LeaseProviderRecord,
+    signal: AbortSignal,
+  ): Promise<StorageEvidence> {
     signal.throwIfAborted();
     const { rows } = await this.db.query<StorageRow>(
       `SELECT ${columns} FROM embedded_workspace_storage WHERE volume_id = $1`,

@@ -180,6 +180,7 @@ export class ResumeService {
       ref.tenantId,
       ref.projectId,
       saved.networkPolicyGeneration,
+      lease,
     );
     if (!network.verified) {
       throw new ResumeRefusedError(

@@ -23,7 +23,7 @@ import type {
   UncertainCall,
 } from '../provider.ts';
 import { agentSandboxIdentity } from './identity.ts';
-import { clusterPinOf } from './cluster-pin.ts';
+import { clusterPinOf, livePinOf, shortPin } from './cluster-pin.ts';
 import { KubeClient } from './kube-client.ts';
 import { budget } from './kube-errors.ts';
 import { describe, inventory, listOwned } from './list-owned.ts';
@@ -120,17 +120,12 @@ export class AgentSandboxProvider implements SandboxProvider, ProviderInventory 
   /** The lease's snapshot, once its cluster pin matches the live cluster's (before any request). */
   private pinned(raw: ProviderOptionsSnapshot): AgentSandboxSnapshot {
     const snapshot = parseSnapshot(raw);
-    let live: string;
-    try {
-      live = clusterPinOf(this.kubeConfig);
-    } catch (error) {
-      throw uncertain('cluster-pin-unavailable', 'The live cluster pin cannot be computed', error);
-    }
+    const live = livePinOf(this.kubeConfig);
     if (live !== snapshot.clusterPin) {
       throw definitive(
         'cluster-pin-mismatch',
-        `The lease's objects live in cluster ${snapshot.clusterPin.slice(0, 12)}…, ` +
-          `but this process talks to cluster ${live.slice(0, 12)}…; refusing to act on another cluster`,
+        `The lease's objects live in cluster ${shortPin(snapshot.clusterPin)}, ` +
+          `but this process talks to cluster ${shortPin(live)}; refusing to act on another cluster`,
       );
     }
     return snapshot;

@@ -3,7 +3,11 @@
 // the project's policy exists, and its endpoint selector selects the Pods the adapter labels for that
 // generation. A failed read is an error, never a verdict; and the selector is checked against the
 // labels of a Pod the adapter really made.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createCertificateAuthority } from '../../test/fakes/kube-api/tls.ts';
 import { skipWithoutCrds } from '../../test/support/crd-dir.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../test/fakes/kube-api/index.ts';
 import { budget, newOwner, provisionRequest } from '../../test/contract/contract-subject.ts';
@@ -13,6 +17,7 @@ import { ClusterTrustError } from './cluster-pin.ts';
 import { KubeConfig } from './client-node.ts';
 import {
   adapterOn,
+  caFileKubeconfig,
   ciliumPolicyObject,
   NAMESPACE,
   refs,
@@ -189,6 +194,59 @@ describe.skipIf(skipWithoutCrds)('CiliumNetworkPolicyVerifier on the fake Kubern
     expect(await reasonOf(0)).toMatch(/integer ≥ 1/);
     expect(await reasonOf(1.5)).toMatch(/integer ≥ 1/);
     expect(fake.requests.length).toBe(before);
+  });
+
+  it('compares the cluster pin the lease recorded on every verification, and lists nothing elsewhere', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandlot-verifier-'));
+    const ca = caFileKubeconfig(fake, dir);
+    const pinned = verifierOn(fake, ca.kubeConfig());
+    const lease = { providerOptions: adapterOn(fake, {}, ca.kubeConfig()).optionsSnapshot() };
+    const recorded = String(lease.providerOptions['clusterPin']).slice(0, 12);
+    const lists = () => fake.requests.filter((r) => r.resource === 'ciliumnetworkpolicies').length;
+    const reasonFor = async (record: typeof lease | undefined) => {
+      const verdict = await pinned.verify(tenantId, projectId, 1, record);
+      return verdict.verified ? 'verified' : verdict.reason;
+    };
+    fake.objects.put(policy(1));
+    try {
+      expect(await reasonFor(lease)).toBe('verified');
+      // A lease whose objects live in another cluster: this one is not asked.
+      const before = lists();
+      const elsewhere = { providerOptions: { ...lease.providerOptions, clusterPin: 'e'.repeat(64) } };
+      expect(await reasonFor(elsewhere)).toBe(
+        `CiliumNetworkPolicies would be read from cluster ${recorded}…, but the lease's objects live ` +
+          `in cluster eeeeeeeeeeee…; nothing was read from it`,
+      );
+      // The trusted CA set changes under the running verifier: its next verification is elsewhere,
+      // for the lease and (no lease given) for the pin the process took at start alike.
+      const { caPem: another } = await createCertificateAuthority('another-cluster-ca');
+      ca.trust(`${fake.caPem}\n${another}`);
+      expect(await reasonFor(lease)).toMatch(
+        /^CiliumNetworkPolicies would be read from cluster .*, but the lease's objects live in cluster /,
+      );
+      expect(await reasonFor(undefined)).toMatch(/would be read from cluster/);
+      expect(lists()).toBe(before);
+      // A CA that cannot be read now is no verdict either way.
+      ca.trust('');
+      await expect(pinned.verify(tenantId, projectId, 1, lease)).rejects.toMatchObject({
+        name: 'ProviderError',
+        kind: 'uncertain',
+        code: 'cluster-pin-unavailable',
+      });
+      ca.trust(fake.caPem);
+      expect(await reasonFor(lease)).toBe('verified');
+      // A lease that is not an Agent Sandbox one records no cluster to verify in.
+      expect(await reasonFor({ providerOptions: { providerId: 'simulated' } })).toMatch(/options snapshot/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lists in the namespace the lease recorded, not the one it was started with', async () => {
+    const lease = { providerOptions: { ...adapterOn(fake).optionsSnapshot(), namespace: 'elsewhere' } };
+    expect((await verifier.verify(tenantId, projectId, 1, lease)).verified).toBe(false);
+    const lists = fake.requests.filter((r) => r.verb === 'list' && r.resource === 'ciliumnetworkpolicies');
+    expect(lists.at(-1)).toMatchObject({ namespace: 'elsewhere' });
   });
 
   it('is refused at construction over a cluster it cannot trust', () => {

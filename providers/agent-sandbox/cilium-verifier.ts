@@ -14,14 +14,23 @@
 //                     optionally app.kubernetes.io/managed-by: sandlot,
 //                     io.kubernetes.pod.namespace: <namespace>
 //
-// A failed or partial list throws (a ProviderError): an outage is never read as "verified", nor as
-// "no policy".
+// A verification is made for a lease: the policies are listed in the namespace its options snapshot
+// recorded, and only once the live cluster pin (computed afresh, every time) is the one it recorded.
+// Reached through another cluster, nothing is listed and the generation is not verified, with both
+// pins named. Without a lease (the dispatch check of workers/effect-processor.ts, which passes
+// none yet) the verifier compares with the pin and namespace it was built with, those a new lease
+// of the provider beside it records.
+//
+// A failed or partial list throws (a ProviderError), and so does a live pin that cannot be
+// computed: an outage is never read as "verified", nor as "no policy".
 import type { KubeConfig } from './client-node.ts';
 import { ProviderError, uncertain } from '../errors.ts';
-import { clusterPinOf } from './cluster-pin.ts';
+import type { ProviderOptionsSnapshot } from '../provider.ts';
+import { clusterPinOf, livePinOf, shortPin } from './cluster-pin.ts';
 import { KubeClient } from './kube-client.ts';
 import { field, isRecord, type KubeObject } from './kube-object.ts';
 import { LABELS, MANAGED_BY, projectHashOf } from './names.ts';
+import { parseSnapshot } from './options-snapshot.ts';
 import type { AgentSandboxOptions } from './options.ts';
 
 export type CiliumVerdict = { verified: true } | { verified: false; reason: string };
@@ -40,23 +49,53 @@ const GENERATION = /^[1-9][0-9]{0,15}$/;
 const SOURCE_PREFIX = /^(k8s|any):/;
 const NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
 
+/** Where a lease's policies live: the namespace and the cluster (by pin) its snapshot recorded. */
+interface LeasePlace {
+  namespace: string;
+  clusterPin: string;
+}
+
 export class CiliumNetworkPolicyVerifier {
+  private readonly kubeConfig: KubeConfig;
   private readonly kube: KubeClient;
-  private readonly namespace: string;
+  /** What a new lease of the provider built beside this verifier records. */
+  private readonly started: LeasePlace;
   private readonly timeoutMs: number;
 
   constructor(deps: CiliumNetworkPolicyVerifierDeps) {
     // Throws ClusterTrustError for http://, insecure-skip-tls-verify or no CA: refused at start-up.
-    clusterPinOf(deps.kubeConfig);
+    this.started = { namespace: deps.options.namespace, clusterPin: clusterPinOf(deps.kubeConfig) };
+    this.kubeConfig = deps.kubeConfig;
     this.kube = new KubeClient(deps.kubeConfig);
-    this.namespace = deps.options.namespace;
     this.timeoutMs = deps.timeoutMs ?? 5_000;
   }
 
-  async verify(tenantId: string, projectId: string, generation: number): Promise<CiliumVerdict> {
+  async verify(
+    tenantId: string,
+    projectId: string,
+    generation: number,
+    lease?: { providerOptions: ProviderOptionsSnapshot },
+  ): Promise<CiliumVerdict> {
     if (!Number.isSafeInteger(generation) || generation < 1) {
       return { verified: false, reason: `network policy generation ${generation} is not an integer ≥ 1` };
     }
+    let place: LeasePlace;
+    try {
+      place = lease === undefined ? this.started : parseSnapshot(lease.providerOptions);
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      return { verified: false, reason: `the lease records no cluster to verify its policy in: ${why}` };
+    }
+    const live = livePinOf(this.kubeConfig);
+    if (live !== place.clusterPin) {
+      return {
+        verified: false,
+        reason:
+          `CiliumNetworkPolicies would be read from cluster ${shortPin(live)}, but the lease's objects ` +
+          `live in cluster ${shortPin(place.clusterPin)}; nothing was read from it`,
+      };
+    }
+    const { namespace } = place;
     const projectHash = projectHashOf(tenantId, projectId);
     // No caller to cancel it: the deadline alone bounds the list (and reads as a timeout).
     const call = { signal: new AbortController().signal, deadline: new Date(Date.now() + this.timeoutMs) };
@@ -64,7 +103,7 @@ export class CiliumNetworkPolicyVerifier {
     try {
       policies = await this.kube.listCustom(
         'CiliumNetworkPolicy',
-        this.namespace,
+        namespace,
         `${LABELS.projectHash}=${projectHash}`,
         call,
       );
@@ -72,7 +111,7 @@ export class CiliumNetworkPolicyVerifier {
       if (error instanceof ProviderError) throw error;
       throw uncertain('adapter-error', 'Listing CiliumNetworkPolicies failed unexpectedly', error);
     }
-    return judgePolicies(policies, { projectHash, generation, namespace: this.namespace });
+    return judgePolicies(policies, { projectHash, generation, namespace });
   }
 }
 

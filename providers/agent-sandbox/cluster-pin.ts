@@ -4,6 +4,7 @@
 // the pin in its options snapshot; every call refuses to act when the live cluster pins differently.
 import { createHash, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { uncertain } from '../errors.ts';
 import type { Cluster, KubeConfig } from './client-node.ts';
 
 const DOMAIN = Buffer.from('agentweaver.cluster-identity.v1\0cluster-ca\0', 'utf8');
@@ -92,3 +93,19 @@ export function clusterPinOf(kubeConfig: KubeConfig): string {
   }
   return clusterPin(pem);
 }
+
+/**
+ * The live pin, for a check made now on behalf of a lease: its CA read afresh. A CA that cannot be
+ * read or trusted at this moment makes the check impossible, never a verdict either way, so it is an
+ * uncertain `cluster-pin-unavailable`.
+ */
+export function livePinOf(kubeConfig: KubeConfig): string {
+  try {
+    return clusterPinOf(kubeConfig);
+  } catch (error) {
+    throw uncertain('cluster-pin-unavailable', 'The live cluster pin cannot be computed', error);
+  }
+}
+
+/** A pin as messages name it: enough hex digits to tell two clusters apart, never the whole. */
+export const shortPin = (pin: string) => `${pin.slice(0, 12)}…`;

@@ -50,8 +50,8 @@ export function createAgentSandbox(env: Readonly<Record<string, string | undefin
   return {
     provider: new AgentSandboxProvider({ options, kubeConfig }),
     networkPolicies: new CiliumNetworkPolicyVerifier({ options, kubeConfig }),
-    // Workspace PVCs and their PVs are read back from the same cluster and namespace.
-    workspaceStorage: new KubernetesWorkspaceStorage({ namespace: options.namespace, kubeConfig }),
+    // Workspace PVCs and their PVs are read back where each lease's objects live (its snapshot).
+    workspaceStorage: new KubernetesWorkspaceStorage({ options, kubeConfig }),
     // Resume copies the accepted rules to the next generation in the same namespace.
     networkPolicyWriter: new CiliumNetworkPolicyWriter({ options, kubeConfig }),
   };

@@ -3,12 +3,19 @@
 // that storage would change, reads it back through the port and judges it with the one pure check
 // admission uses (actors/workspace-storage.ts), so both implementations mean the same by each fact.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StorageSelection, WorkspaceStorage, WorkspaceVolumeRef } from '../../actors/ports.ts';
-import { checkStorageEvidence, type StorageCheckCode } from '../../actors/workspace-storage.ts';
+import type {
+  LeaseProviderRecord,
+  StorageSelection,
+  WorkspaceStorage,
+  WorkspaceVolumeRef,
+} from '../../actors/ports.ts';
+import { bindingOf, checkStorageEvidence, type StorageCheckCode } from '../../actors/workspace-storage.ts';
 import type { StorageBinding } from '../../store/workspace-bindings.ts';
 
 export interface WorkspaceStorageSubject {
   storage: WorkspaceStorage;
+  /** What the lease the volumes are admitted for records of its provider. */
+  lease: LeaseProviderRecord;
   /** A new volume and its storage, as the Workspace storage lifecycle leaves them: Bound, annotated. */
   newVolume(): Promise<WorkspaceVolumeRef>;
   /** A volume whose storage holds nothing (no PVC). */
@@ -20,6 +27,10 @@ export interface WorkspaceStorageSubject {
     volume: WorkspaceVolumeRef,
     values: { environmentId?: string; resourceGeneration?: string; dataGeneration?: string },
   ): Promise<void>;
+  /** Deletes the bound PV and creates it again under the same name, claiming the same PVC: a new UID. */
+  replacePv(volume: WorkspaceVolumeRef): Promise<void>;
+  /** Binds the PVC to another PV (another name and UID) that claims it, in place of its own. */
+  rebindPv(volume: WorkspaceVolumeRef): Promise<void>;
   /** Points the bound PV's claimRef at another claim. */
   claimPvBy(volume: WorkspaceVolumeRef, claim: { name?: string; uid?: string }): Promise<void>;
   /** The PVC goes back to Pending with no volumeName. */
@@ -53,21 +64,16 @@ export function defineWorkspaceStorageContract(
 
     /** The binding a first verified admission would pin, from the storage as it stands. */
     async function pinned(volume: WorkspaceVolumeRef): Promise<StorageBinding> {
-      const evidence = await s().storage.inspect(volume, signal());
-      if (evidence.pvc === null || evidence.selection === null) throw new Error('nothing to pin');
-      return {
-        selection: evidence.selection,
-        pvcNamespace: evidence.pvc.namespace,
-        pvcName: evidence.pvc.name,
-        pvcUid: evidence.pvc.uid,
-      };
+      const binding = bindingOf(await s().storage.inspect(volume, s().lease, signal()));
+      if (binding === null) throw new Error('nothing to pin');
+      return binding;
     }
 
     async function codes(
       volume: WorkspaceVolumeRef,
       binding: StorageBinding | null = null,
     ): Promise<StorageCheckCode[]> {
-      const evidence = await s().storage.inspect(volume, signal());
+      const evidence = await s().storage.inspect(volume, s().lease, signal());
       const expected = { volume, selection: s().storage.selection, binding };
       return checkStorageEvidence(expected, evidence).map((f) => f.code);
     }
@@ -78,7 +84,9 @@ export function defineWorkspaceStorageContract(
       const binding = await pinned(volume);
       expect(binding.selection).toEqual(s().storage.selection);
       expect(await codes(volume, binding)).toEqual([]);
-      const evidence = await s().storage.inspect(volume, signal());
+      const evidence = await s().storage.inspect(volume, s().lease, signal());
+      // Read where the lease's objects live (storage in no cluster says none).
+      if (evidence.cluster !== null) expect(evidence.cluster.live).toBe(evidence.cluster.recorded);
       expect(evidence.pvc).toMatchObject({
         environmentId: volume.environmentId,
         resourceGeneration: String(volume.resourceGeneration),
@@ -101,6 +109,29 @@ export function defineWorkspaceStorageContract(
       expect(found[0]).toBe('workspace-pvc-replaced');
       // The PV still names the claim it was bound to, not the new one.
       expect(found).toContain('workspace-pv-claim-mismatch');
+    });
+
+    it('a PV replaced under the same name, or another PV bound instead, is refused once pinned', async () => {
+      for (const change of ['replacePv', 'rebindPv'] as const) {
+        const volume = await s().newVolume();
+        const binding = await pinned(volume);
+        expect(binding.pv, change).toMatchObject({ claimRef: { uid: binding.pvcUid } });
+        await s()[change](volume);
+        // Still claiming the same PVC, so it passes on its own; only the pin tells it from the first.
+        expect(await codes(volume), change).toEqual([]);
+        expect(await codes(volume, binding), change).toEqual(['workspace-pv-replaced']);
+        // A binding pinned before PVs were (no PV recorded) does not refuse it.
+        expect(await codes(volume, { ...binding, pv: null }), change).toEqual([]);
+      }
+    });
+
+    it('a PV claimed by the replacement of the pinned PVC is refused by the pinned claimRef too', async () => {
+      const volume = await s().newVolume();
+      const binding = await pinned(volume);
+      await s().replacePvc(volume);
+      const replaced = await s().storage.inspect(volume, s().lease, signal());
+      await s().claimPvBy(volume, { uid: replaced.pvc?.uid ?? '' });
+      expect(await codes(volume, binding)).toEqual(['workspace-pvc-replaced', 'workspace-pv-claim-mismatch']);
     });
 
     it('annotations at another generation or for another Environment are refused', async () => {
@@ -133,8 +164,8 @@ export function defineWorkspaceStorageContract(
       await s().unbind(volume);
       expect(await codes(volume)).toEqual(['workspace-pvc-unbound']);
       const missing = await s().volumeWithoutStorage();
-      const evidence = await s().storage.inspect(missing, signal());
-      expect(evidence).toEqual({ selection: null, pvc: null, pv: null });
+      const evidence = await s().storage.inspect(missing, s().lease, signal());
+      expect(evidence).toMatchObject({ selection: null, pvc: null, pv: null });
       expect(await codes(missing)).toContain('workspace-pvc-missing');
     });
 
@@ -149,11 +180,11 @@ export function defineWorkspaceStorageContract(
     it('an outage throws: it is never evidence either way', async () => {
       const volume = await s().newVolume();
       const down = await s().unavailable();
-      await expect(down.inspect(volume, signal())).rejects.toThrow();
+      await expect(down.inspect(volume, s().lease, signal())).rejects.toThrow();
       // A cancelled read throws too.
       const cancelled = new AbortController();
       cancelled.abort(new Error('caller gave up'));
-      await expect(s().storage.inspect(volume, cancelled.signal)).rejects.toThrow();
+      await expect(s().storage.inspect(volume, s().lease, cancelled.signal)).rejects.toThrow();
     });
   });
 }

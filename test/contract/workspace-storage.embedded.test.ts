@@ -60,6 +60,8 @@ for (const backend of backends) {
 
     return {
       storage,
+      // A simulated lease's: the embedded storage, in no cluster, reads nothing of it.
+      lease: { providerOptions: { providerId: 'simulated', optionsRevision: '1' } },
       newVolume: () => volumeOf(true),
       volumeWithoutStorage: () => volumeOf(false),
       replacePvc: async (v) => {
@@ -73,6 +75,15 @@ for (const backend of backends) {
            pvc_data_generation = coalesce($4, pvc_data_generation)`,
           [values.environmentId ?? null, values.resourceGeneration ?? null, values.dataGeneration ?? null],
         );
+      },
+      replacePv: async (v) => {
+        await set(v.volumeId, 'pv_uid = $2', [randomUUID()]);
+      },
+      rebindPv: async (v) => {
+        await set(v.volumeId, 'pv_name = $2, pv_uid = $3, pvc_volume_name = $2', [
+          `pv-other-${randomBytes(4).toString('hex')}`,
+          randomUUID(),
+        ]);
       },
       claimPvBy: async (v, claim) => {
         await set(

@@ -5,10 +5,15 @@
 // the API server answering 503.
 import { randomBytes } from 'node:crypto';
 import type { WorkspaceStorage } from '../../actors/ports.ts';
-import { KubernetesWorkspaceStorage } from '../../providers/workspace-storage/kubernetes-storage.ts';
 import { startFakeKubeApi } from '../fakes/kube-api/index.ts';
 import { skipWithoutCrds } from '../support/crd-dir.ts';
-import { kubeConfigOf, NAMESPACE, plantWorkspace } from '../support/fake-cluster-harness.ts';
+import {
+  adapterOn,
+  NAMESPACE,
+  plantWorkspace,
+  storageOn,
+  workspacePvObject,
+} from '../support/fake-cluster-harness.ts';
 import { newOwner } from './contract-subject.ts';
 import { defineWorkspaceStorageContract } from './workspace-storage-cases.ts';
 
@@ -17,10 +22,7 @@ defineWorkspaceStorageContract(
   async () => {
     const fake = await startFakeKubeApi({ namespace: NAMESPACE, controller: { paused: true } });
     // Checks the fit with the port here, as cli/compose.ts does.
-    const storage: WorkspaceStorage = new KubernetesWorkspaceStorage({
-      namespace: NAMESPACE,
-      kubeConfig: kubeConfigOf(fake),
-    });
+    const storage: WorkspaceStorage = storageOn(fake);
     const pvcOf = (volumeId: string) => ({
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
@@ -56,6 +58,8 @@ defineWorkspaceStorageContract(
 
     return {
       storage,
+      // What a lease admitted by the adapter on this cluster records.
+      lease: { providerOptions: adapterOn(fake).optionsSnapshot() },
       newVolume: () => volume(true),
       volumeWithoutStorage: () => volume(false),
       replacePvc: (v) => {
@@ -69,6 +73,26 @@ defineWorkspaceStorageContract(
         delete metadata.resourceVersion;
         delete metadata.creationTimestamp;
         fake.objects.put({ ...old, metadata });
+        return Promise.resolve();
+      },
+      replacePv: (v) => {
+        const ref = pvOf(v.volumeId);
+        const old = fake.objects.get(ref);
+        if (old === undefined) throw new Error('no PV to replace');
+        fake.objects.remove(ref);
+        fake.objects.put({ ...old, metadata: { name: old.metadata.name } });
+        return Promise.resolve();
+      },
+      rebindPv: (v) => {
+        const pvc = fake.objects.get(pvcOf(v.volumeId));
+        if (pvc === undefined) throw new Error('no PVC to rebind');
+        fake.objects.remove(pvOf(v.volumeId));
+        const other = workspacePvObject(pvc);
+        const name = `pv-other-${randomBytes(4).toString('hex')}`;
+        fake.objects.put({ ...other, metadata: { name } });
+        fake.objects.mutate(pvcOf(v.volumeId), (claim) => {
+          claim.spec = { ...claim.spec, volumeName: name };
+        });
         return Promise.resolve();
       },
       annotate: (v, values) => {

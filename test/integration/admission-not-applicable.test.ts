@@ -87,7 +87,8 @@ describe('a provider without pvc-attachment and vm-isolation', () => {
     // Storage that would refuse: its PVC and PV are gone, so the readback cannot pass.
     await h.db.query('DELETE FROM embedded_workspace_storage WHERE volume_id = $1', [s.volume.volumeId]);
     const env = { environmentId: s.environmentId, tenantId: 'acme', projectId: 'na-admit' };
-    await expect(verifyWorkspace(h.db, env, s.volume)).rejects.toMatchObject({ status: 409 });
+    const lease = { providerOptions: h.provider.optionsSnapshot() };
+    await expect(verifyWorkspace(h.db, env, s.volume, lease)).rejects.toMatchObject({ status: 409 });
 
     // The Workspace record is still checked: a generation that is not the volume's is refused.
     const stale = await h.request('POST', `${s.base}/sandbox/provision`, {

@@ -429,9 +429,14 @@ async function runWorkload(
       request.owner.tenantId,
       request.owner.projectId,
       1,
+      { providerOptions: request.options },
     );
     expect(networkPolicy.verified).toBe(true);
-    const storage = await profiled.workspaceStorage.inspect(request.workspace, new AbortController().signal);
+    const storage = await profiled.workspaceStorage.inspect(
+      request.workspace,
+      { providerOptions: request.options },
+      new AbortController().signal,
+    );
     expect(storage.pv).not.toBeNull();
 
     const made = await provider.provision(request, budget());

@@ -2,6 +2,9 @@
 // test and passed in), with the cluster objects a real installation would
 // already hold: the VM RuntimeClass, and each Workspace PVC, Bound to its PV and annotated, which in production
 // the Workspace storage lifecycle provisions before any Sandbox asks for it.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
 import type { ProvisionRequest, SandboxProvider } from '../../providers/provider.ts';
 import { AgentSandboxProvider } from '../../providers/agent-sandbox/agent-sandbox-provider.ts';
 import { CiliumNetworkPolicyVerifier } from '../../providers/agent-sandbox/cilium-verifier.ts';
@@ -10,8 +13,9 @@ import { P, validEnv } from './agent-sandbox-fixtures.ts';
 import { ANNOTATIONS, LABELS, pvcNameOf, projectHashOf } from '../../providers/agent-sandbox/names.ts';
 import { loadAgentSandboxOptions } from '../../providers/agent-sandbox/options.ts';
 import {
-  KUBERNETES_STORAGE_PROVIDER_ID,
+  KubernetesWorkspaceStorage,
   STORAGE_ANNOTATIONS,
+  storageSelectionOf,
 } from '../../providers/workspace-storage/kubernetes-storage.ts';
 
 interface Ref {
@@ -37,6 +41,12 @@ export interface FakeClusterLike {
 export const NAMESPACE = 'sandlot-test';
 export const RUNTIME_CLASS_NAME = 'kata-vm-isolation';
 export const RUNTIME_HANDLER = 'kata';
+/** The Workspace storage provider the adapter's settings name (validEnv's). */
+export const WORKSPACE_STORAGE_PROVIDER_ID = 'azure-files-csi';
+/** The storage selection those settings configure: what the storage lifecycle annotates PVCs with. */
+export const STORAGE_SELECTION = storageSelectionOf({
+  workspaceStorageProviderId: WORKSPACE_STORAGE_PROVIDER_ID,
+});
 
 const EXT = 'extensions.agents.x-k8s.io/v1beta1';
 const CILIUM = 'cilium.io/v2';
@@ -119,8 +129,8 @@ export function workspacePvcObject(request: WorkspaceOf, annotations: Record<str
         [ANNOTATIONS.environmentId]: request.owner.environmentId,
         [ANNOTATIONS.volumeResourceGeneration]: String(request.workspace.resourceGeneration),
         [ANNOTATIONS.volumeDataGeneration]: String(request.workspace.dataGeneration),
-        [STORAGE_ANNOTATIONS.providerId]: KUBERNETES_STORAGE_PROVIDER_ID,
-        [STORAGE_ANNOTATIONS.optionsRevision]: '1',
+        [STORAGE_ANNOTATIONS.providerId]: STORAGE_SELECTION.providerId,
+        [STORAGE_ANNOTATIONS.optionsRevision]: STORAGE_SELECTION.optionsRevision,
         ...annotations,
       },
     },
@@ -164,6 +174,37 @@ export function plantWorkspace(fake: FakeClusterLike, request: WorkspaceOf): voi
   fake.objects.put(workspacePvObject(pvc));
 }
 
+/**
+ * A kubeconfig file for the fake whose cluster CA is a file beside it, as the in-cluster
+ * service-account `ca.crt` is, so a test can change the trusted set under a running process:
+ * `trust(pem)` rewrites the file (client-node and the cluster pin read it afresh).
+ */
+export function caFileKubeconfig(
+  fake: FakeClusterLike & { caPem: string },
+  dir: string,
+): { path: string; kubeConfig: () => KubeConfig; trust(pem: string): void } {
+  const caPath = join(dir, 'ca.crt');
+  const path = join(dir, 'kubeconfig');
+  writeFileSync(caPath, fake.caPem);
+  const config = parse(fake.kubeconfig({ namespace: NAMESPACE })) as {
+    clusters: { cluster: Record<string, unknown> }[];
+  };
+  for (const { cluster } of config.clusters) {
+    delete cluster['certificate-authority-data'];
+    cluster['certificate-authority'] = caPath;
+  }
+  writeFileSync(path, stringify(config));
+  return {
+    path,
+    kubeConfig: () => {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(path);
+      return kubeConfig;
+    },
+    trust: (pem) => writeFileSync(caPath, pem),
+  };
+}
+
 export function kubeConfigOf(fake: FakeClusterLike, caPem?: string): KubeConfig {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(fake.kubeconfig(caPem === undefined ? { namespace: NAMESPACE } : { caPem }));
@@ -187,6 +228,17 @@ export function adapterOn(
     ...settings,
   });
   return new AgentSandboxProvider({ options: loadAgentSandboxOptions(env, () => true), kubeConfig });
+}
+
+/** The Workspace storage readback against the fake, under the same settings as `adapterOn`. */
+export function storageOn(
+  fake: FakeClusterLike,
+  kubeConfig = kubeConfigOf(fake),
+): KubernetesWorkspaceStorage {
+  return new KubernetesWorkspaceStorage({
+    options: { workspaceStorageProviderId: WORKSPACE_STORAGE_PROVIDER_ID },
+    kubeConfig,
+  });
 }
 
 /** The network policy verifier against the fake, over the same namespace as `adapterOn`. */

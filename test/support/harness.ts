@@ -7,6 +7,7 @@ import type {
   NetworkPolicyVerifier,
   ProjectsAuthority,
   RunSelectionSource,
+  WorkspaceStorage,
 } from '../../actors/ports.ts';
 import type { RuntimeEvents } from '../../actors/runtime-events/ports.ts';
 import type { NetworkPolicyWriter } from '../../actors/network-policy-writer.ts';
@@ -77,6 +78,8 @@ export interface HarnessOptions {
   sandboxProvider?: SandboxProvider;
   /** Verify network policies with this (e.g. the Cilium verifier on the fake API); default the table. */
   networkPolicies?: NetworkPolicyVerifier;
+  /** Read Workspace storage back with this (e.g. PVC and PV on the fake API); default the embedded table. */
+  workspaceStorage?: WorkspaceStorage;
   /** Ask this Projects authority (e.g. one that can be held) instead of the grants table. */
   authority?: ProjectsAuthority;
   /** Read run selections from this (e.g. the HTTP client on a fake service); default the table. */
@@ -132,6 +135,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     selections,
     networkPolicies,
     ...(options.leaseTtlMs === undefined ? {} : { leaseTtlMs: options.leaseTtlMs }),
+    ...(options.workspaceStorage === undefined ? {} : { workspaceStorage: options.workspaceStorage }),
     ...(options.agentHost === undefined ? {} : { agentHost: options.agentHost }),
     ...(options.agentHostProfiles === undefined ? {} : { agentHostProfiles: options.agentHostProfiles }),
     ...(options.buildTest === undefined ? {} : { buildTest: options.buildTest.offer }),

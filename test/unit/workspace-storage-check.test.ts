@@ -11,7 +11,7 @@ import {
 import { problemBody } from '../../http/problems.ts';
 import { ERROR_CODE_PATTERN } from '../../lib/errors.ts';
 
-const selection = { providerId: 'kubernetes-pvc', optionsRevision: '1' };
+const selection = { providerId: 'azure-files-csi', optionsRevision: '1' };
 const volume = {
   tenantId: 'acme',
   projectId: 'checkout',
@@ -20,9 +20,16 @@ const volume = {
   resourceGeneration: 1,
   dataGeneration: 3,
 };
-const binding = { selection, pvcNamespace: 'ns', pvcName: 'vol-a', pvcUid: 'pvc-1' };
+const binding = {
+  selection,
+  pvcNamespace: 'ns',
+  pvcName: 'vol-a',
+  pvcUid: 'pvc-1',
+  pv: { name: 'pv-a', uid: 'pv-1', claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-1' } },
+};
 const expected: StorageExpectation = { volume, selection, binding };
 const good: StorageEvidence = {
+  cluster: null,
   selection,
   pvc: {
     namespace: 'ns',
@@ -57,7 +64,7 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
   [
     '5. no PVC',
     expected,
-    { selection: null, pvc: null, pv: null },
+    { cluster: null, selection: null, pvc: null, pv: null },
     ['workspace-selection-changed', 'workspace-pvc-missing'],
   ],
   [
@@ -106,6 +113,46 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
       pv: { name: 'pv-a', uid: 'pv-1', claimRef: { namespace: 'ns', name: 'vol-b', uid: 'pvc-1' } },
     },
     ['workspace-pv-claim-mismatch'],
+  ],
+  [
+    '14a. the PV replaced under its name (a new UID), still claiming the PVC',
+    expected,
+    { ...good, pv: { ...good.pv!, uid: 'pv-2' } },
+    ['workspace-pv-replaced'],
+  ],
+  [
+    '14b. the PVC bound to another PV that claims it',
+    expected,
+    { ...good, pvc: { ...pvc, volumeName: 'pv-b' }, pv: { ...good.pv!, name: 'pv-b', uid: 'pv-2' } },
+    ['workspace-pv-replaced'],
+  ],
+  [
+    '14c. a binding pinned before PVs were does not refuse another PV',
+    { ...expected, binding: { ...binding, pv: null } },
+    { ...good, pv: { ...good.pv!, uid: 'pv-2' } },
+    [],
+  ],
+  [
+    '14d. the pinned PV claimed by a replacement of the pinned PVC',
+    expected,
+    {
+      ...good,
+      pvc: { ...pvc, uid: 'pvc-2' },
+      pv: { ...good.pv!, claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-2' } },
+    },
+    ['workspace-pvc-replaced', 'workspace-pv-claim-mismatch'],
+  ],
+  [
+    '14e. read from the cluster the lease recorded',
+    expected,
+    { ...good, cluster: { recorded: 'a'.repeat(64), live: 'a'.repeat(64) } },
+    [],
+  ],
+  [
+    '14f. another cluster than the lease recorded: nothing read, nothing else judged',
+    expected,
+    { cluster: { recorded: 'a'.repeat(64), live: 'b'.repeat(64) }, selection: null, pvc: null, pv: null },
+    ['workspace-cluster-mismatch'],
   ],
   // The volume is at data generation 3; `flushedFrom` lists where its Verified flushes started.
   [
@@ -197,6 +244,23 @@ describe('data generations a verified flush changed', () => {
 });
 
 describe('storage refusals as problems', () => {
+  it('a pinned claim names what it expected', () => {
+    const evidence = {
+      ...good,
+      pvc: { ...pvc, uid: 'pvc-2' },
+      pv: { ...good.pv!, claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-2' } },
+    };
+    expect(checkStorageEvidence(expected, evidence).map((f) => f.message)).toEqual([
+      'PersistentVolumeClaim ns/vol-a has UID pvc-2, not the pinned pvc-1',
+      'PersistentVolume pv-a is claimed by ns/vol-a (UID pvc-2), not ns/vol-a (UID pvc-1), the pinned claim',
+    ]);
+    expect(
+      checkStorageEvidence(expected, { ...good, pv: { ...good.pv!, uid: 'pv-2' } }).map((f) => f.message),
+    ).toEqual([
+      'PersistentVolumeClaim ns/vol-a is bound to PersistentVolume pv-a (UID pv-2), not the pinned pv-a (UID pv-1)',
+    ]);
+  });
+
   it('a refusal is a 409 typed by its first failing check, listing every check', () => {
     const failures = checkStorageEvidence(expected, { ...good, pvc: { ...pvc, uid: 'pvc-2' } });
     const error = new WorkspaceStorageRefusedError('vol_a', failures);
