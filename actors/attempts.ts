@@ -12,7 +12,7 @@ import type { EnvironmentEvent, LateResource, ResourceSummary } from '../machine
 import { isCurrentLeaseState, type AuthorityLapseCode } from '../machines/environment-context.ts';
 import { attemptRequestSchema, type EffectKind } from '../machines/environment-effects.ts';
 import { observedPlacement } from '../machines/environment-updates.ts';
-import type { CommandOutcome } from '../machines/environment-events.ts';
+import type { CommandOutcome, SandboxPhase } from '../machines/environment-events.ts';
 import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import {
   markDispatched,
@@ -49,7 +49,7 @@ export type BeginResult =
 export type Observation =
   | {
       present: true;
-      phase: 'pending' | 'scheduled' | 'image-ready' | 'started';
+      phase: SandboxPhase;
       finished: Finished | null;
       /** The UID of the Pod that answers, where the provider has Pods (Kubernetes). */
       podUid?: string;

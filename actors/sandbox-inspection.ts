@@ -27,6 +27,7 @@ import { networkPolicyVerified } from './sandbox-admission.ts';
 import { observeLease, type Observation } from './sandbox-observe.ts';
 import {
   agentHostTargetOf,
+  isRunning,
   readinessConditions,
   recordedRequestOf,
   sameLease,
@@ -60,7 +61,10 @@ export interface Readiness {
    */
   environmentRevision: number;
   readyForDispatch: boolean;
-  /** The Environment's phase for this lease: the provider's, or `configured` once ready. */
+  /**
+   * The Environment's phase for this lease: the provider's (which is `configured` only where the
+   * provider's describe carries the guest's signal), or `configured` once ready.
+   */
   phase: string | null;
   conditions: ReadinessCondition[];
   observation: Observation | null;
@@ -200,7 +204,7 @@ export class SandboxInspection {
       seen?.exact === true &&
       seen.error === null &&
       seen.finished === null &&
-      seen.phase === 'started';
+      isRunning(seen.phase);
     const host = askHost ? await this.#askHost(observed, timeoutMs) : null;
     const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
     const last = await readLeaseByOperation(db, first.operationId);
@@ -218,7 +222,7 @@ export class SandboxInspection {
       flushedTo: flushed === null ? null : flushed.dataGeneration + 1,
     });
     const ready = conditions.every((c) => c.status === 'True');
-    // `configured` is the AgentHost's handshake: a provider without one stays in its own phase.
+    // `configured` is the AgentHost's handshake, or (a provider without one) its own describe's.
     const hostCondition = conditions.find((c) => c.type === 'HostConfigured');
     const configured = hostCondition?.status === 'True' && hostCondition.reason === 'Configured';
     await guard.check();

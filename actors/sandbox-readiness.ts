@@ -2,11 +2,14 @@
 // status (True, False or Unknown when a source could not answer), a reason, a message and the
 // lease's resource generation it was observed at. `readyForDispatch` is true only when all are
 // True: the lease is the same current, Active, unexpired lease across every fresh read; an exact
-// fresh describe saw the mapped Pod started; the AgentHost says it completed its configuration
-// handshake for exactly this lease, Pod, mount path and network generation (the `configured`
-// phase: the provider never reports it by itself); the network policy generation verifies fresh;
-// and the Workspace is Attached to this lease at the exact generation. A check the lease's provider
-// does not advertise the capability for (actors/provider-applicability.ts: no AgentHost, no Pod
+// fresh describe saw the mapped Pod started; the sandbox is in the explicit `configured` phase; the
+// network policy generation verifies fresh; and the Workspace is Attached to this lease at the
+// exact generation. `configured` is never inferred from `started` and never NotApplicable: with an
+// AgentHost (`vm-isolation`), the Host says it completed its configuration handshake for exactly
+// this lease, Pod, mount path and network generation (the provider never reports it by itself);
+// without one (sandbox-host), the provider's exact fresh describe must report it (its host-signed
+// result carries the guest's explicit signal), and `started` alone is NotConfigured. A check the
+// lease's provider does not advertise the capability for (actors/provider-applicability.ts: no Pod
 // network, no Workspace volume) is True with reason NotApplicable, saying which capability is
 // missing; its port is not asked. The status enum is the same for every provider.
 import { z } from 'zod';
@@ -180,7 +183,7 @@ export function readinessConditions(evidence: ReadinessEvidence): ReadinessCondi
     sandboxObserved(evidence, condition),
     applies.agentHost
       ? hostConfigured(evidence, request, condition)
-      : notApplicable('HostConfigured', 'agentHost', 'runs no AgentHost; readiness is its started result'),
+      : observedConfigured(evidence, providerId, condition),
     applies.networkPolicy
       ? networkVerified(evidence, request, condition)
       : notApplicable('NetworkPolicyVerified', 'networkPolicy', 'runs no Pod network for a policy to select'),
@@ -244,7 +247,7 @@ function sandboxObserved(evidence: ReadinessEvidence, make: Make): ReadinessCond
   if (observation.finished !== null) {
     return make('SandboxObserved', 'False', 'Finished', `the sandbox finished (${observation.finished})`);
   }
-  if (observation.phase !== 'started') {
+  if (!isRunning(observation.phase)) {
     return make(
       'SandboxObserved',
       'False',
@@ -252,7 +255,55 @@ function sandboxObserved(evidence: ReadinessEvidence, make: Make): ReadinessCond
       `the sandbox is ${observation.phase ?? 'in no phase'}, not started`,
     );
   }
-  return make('SandboxObserved', 'True', 'Started', 'an exact fresh observation saw the sandbox started');
+  return make(
+    'SandboxObserved',
+    'True',
+    'Started',
+    `an exact fresh observation saw the sandbox ${observation.phase ?? 'started'}`,
+  );
+}
+
+/** Started, or past it: `configured` is reported only by a sandbox that started. */
+export function isRunning(phase: string | null): boolean {
+  return phase === 'started' || phase === 'configured';
+}
+
+/**
+ * The configured phase of a provider that runs no AgentHost: only its own exact, fresh describe can
+ * say so (sandbox-host: the host-signed result, once the guest reported). Never inferred from
+ * `started`; there is no handshake to ask.
+ */
+function observedConfigured(evidence: ReadinessEvidence, providerId: string, make: Make): ReadinessCondition {
+  const { observation } = evidence;
+  const noHost = `the ${providerId} provider runs no AgentHost (no ${requiredCapability.agentHost} capability)`;
+  if (
+    observation === null ||
+    !observation.exact ||
+    observation.error !== null ||
+    observation.finished !== null ||
+    evidence.replacedPod !== null
+  ) {
+    return make(
+      'HostConfigured',
+      'Unknown',
+      'NotObserved',
+      `${noHost}: only an exact fresh describe of the running sandbox can report it configured`,
+    );
+  }
+  if (observation.phase !== 'configured') {
+    return make(
+      'HostConfigured',
+      'False',
+      'NotConfigured',
+      `${noHost}, and its describe reports the sandbox ${observation.phase ?? 'in no phase'}, not configured: its guest has not reported its configuration`,
+    );
+  }
+  return make(
+    'HostConfigured',
+    'True',
+    'Configured',
+    `${noHost}; its exact fresh describe reports the sandbox configured (its guest said so)`,
+  );
 }
 
 function hostConfigured(

@@ -1,12 +1,13 @@
 // The reference host's declaration (`sandlot host run --config FILE`): a strict JSON document that
-// names the host, its directories, the control listener, and the files its certificate, keys and
-// verification trust are read from. Invariants: unknown members are refused and every problem names
+// names the host, its directories, the control listener, the files its certificate, keys and
+// verification trust are read from, and its declared guest (when a sandbox reports `configured`). Invariants: unknown members are refused and every problem names
 // its field path; a file that cannot be read or parsed names the field that points at it, never
 // what the file holds; keys are read into KeyObjects and never echoed.
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve, dirname } from 'node:path';
 import { z } from 'zod';
+import { guestModes } from '../providers/sandbox-host/host-guest.ts';
 import type { HostSigner } from '../providers/sandbox-host/host-result.ts';
 import { isCanonicalInstant, isEd25519Key } from '../providers/sandbox-host/signing.ts';
 import {
@@ -52,6 +53,11 @@ export const hostDeclarationSchema = z.strictObject({
     next: trustKey.optional(),
     revocationEpoch: positiveInt,
   }),
+  /**
+   * The sandboxes' declared guest (providers/sandbox-host/host-guest.ts): `on-report` (absent: the
+   * default) waits for the guest's own report; `at-start` reports configured once recorded.
+   */
+  guest: z.strictObject({ configured: z.enum(guestModes) }).optional(),
   pollIntervalMs: positiveInt.max(3_600_000),
   retry: z
     .strictObject({

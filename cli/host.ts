@@ -7,7 +7,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ControlClient } from '../providers/sandbox-host/control-client.ts';
-import { createLocalRecordEffects } from '../providers/sandbox-host/host-effects.ts';
+import { createLocalRecordEffects, type HostEffects } from '../providers/sandbox-host/host-effects.ts';
+import { createReferenceGuest } from '../providers/sandbox-host/host-guest.ts';
 import { ControlRetriesExhaustedError } from '../providers/sandbox-host/host-errors.ts';
 import { JOURNAL_FILE, type Quarantine } from '../providers/sandbox-host/host-journal.ts';
 import { type ControlPort, ReferenceHost } from '../providers/sandbox-host/reference-host.ts';
@@ -37,6 +38,13 @@ interface Opened {
 async function openDeclaration(file: string): Promise<Opened> {
   const declaration = await loadHostDeclaration(file);
   return { declaration, materials: await loadHostMaterials(file, declaration) };
+}
+
+/** The sandbox records and their declared guest (absent: a guest that waits for its own report). */
+function effectsOf(d: HostDeclaration): HostEffects {
+  const now = () => new Date();
+  const guest = createReferenceGuest(d.sandboxesDir, d.guest?.configured ?? 'on-report', now);
+  return createLocalRecordEffects(d.sandboxesDir, now, guest);
 }
 
 function clientFor(file: string, { declaration: d, materials: m }: Opened): ControlClient {
@@ -136,7 +144,7 @@ export async function runHost(options: RunHostOptions): Promise<void> {
     trust: m.trust,
     signer: m.signer,
     control: client,
-    effects: createLocalRecordEffects(d.sandboxesDir, () => new Date()),
+    effects: effectsOf(d),
     now: () => new Date(),
   });
   try {
@@ -145,6 +153,7 @@ export async function runHost(options: RunHostOptions): Promise<void> {
         hostId: d.hostId,
         control: d.control.url,
         journalDir: d.journalDir,
+        guest: d.guest?.configured ?? 'on-report',
         lastSequence: host.state.lastSequence,
         tornBytesDropped: host.tornBytesDropped,
         quarantines: quarantineIds(host.quarantines),
@@ -237,7 +246,7 @@ export async function cleanupHost(options: CleanupOptions): Promise<Quarantine> 
     trust: m.trust,
     signer: m.signer,
     control: offline,
-    effects: createLocalRecordEffects(d.sandboxesDir, () => new Date()),
+    effects: effectsOf(d),
     now: () => new Date(),
   });
   try {

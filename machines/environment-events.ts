@@ -147,10 +147,19 @@ export const describeEventSchema = z.strictObject({
   ...leaseFences,
 });
 
+/**
+ * The phases an exact describe can observe, in order. `configured` is never a Kubernetes phase: only
+ * a provider whose own describe carries its guest's explicit configured signal reports it (the
+ * sandbox-host provider, from a host-signed describe); Kubernetes providers stop at `started`, and
+ * their `configured` comes from the AgentHost handshake (actors/sandbox-readiness.ts).
+ */
+export const sandboxPhases = ['pending', 'scheduled', 'image-ready', 'started', 'configured'] as const;
+export type SandboxPhase = (typeof sandboxPhases)[number];
+
 export const observedEventSchema = z.strictObject({
   type: z.literal('sandbox.observed'),
   ...leaseFences,
-  phase: z.enum(['pending', 'scheduled', 'image-ready', 'started']),
+  phase: z.enum(sandboxPhases),
   finished: z.enum(['PodSucceeded', 'PodFailed']).nullable(),
   /** The Pod that answered (Kubernetes): recorded in the lease's placement when none was yet. */
   podUid: z.string().optional(),

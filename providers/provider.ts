@@ -1,7 +1,7 @@
 // The provider port: every implementation (simulated, Kubernetes Agent Sandbox) passes the same
 // contract suite in test/contract/. Calls take an AbortSignal and a deadline; a provider never
 // reports absence it did not observe exactly, and never reports failure for an outcome it is unsure of.
-import type { WorkspaceMount } from '../machines/environment-events.ts';
+import type { SandboxPhase, WorkspaceMount } from '../machines/environment-events.ts';
 
 export interface ProviderIdentity {
   providerId: string;
@@ -46,8 +46,11 @@ export type ProviderOptionsSnapshot = Readonly<Record<string, unknown>>;
 /**
  * `pending`: the resource exists and is ours, but nothing runs yet (no Pod, or not scheduled). It is
  * a phase, not an absence, so a sandbox that never schedules can still be listed and released.
+ * `configured`: the sandbox's guest said its configuration completed, and the provider's own answer
+ * carries that signal explicitly (sandbox-host: in the host-signed describe). It is never inferred
+ * from `started`; the Kubernetes providers never report it (their AgentHost handshake does).
  */
-export type ProviderPhase = 'pending' | 'scheduled' | 'image-ready' | 'started';
+export type ProviderPhase = SandboxPhase;
 
 export interface ProviderResource {
   /** The provider's stable identity of the resource (a claim name + UID for Kubernetes). */

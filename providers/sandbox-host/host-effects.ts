@@ -1,6 +1,7 @@
 // The reference host's effects, simulated: a "sandbox" is a JSON record in a directory, keyed by
 // the lease (SHA-256 of the envelope's Environment and lease operation). Provision writes one,
-// renew rewrites its expiry, describe reads it, release removes it, listOwned lists those of one
+// renew rewrites its expiry, describe reads it with what its declared guest reported (host-guest.ts:
+// `configured` only from the guest's report), release removes both, listOwned lists those of one
 // owner. There is NO guest, VM, container or process here: nothing a tenant sends is executed. This
 // exists to prove the durable protocol around effects (verify, journal the intent, act, sign,
 // journal, report), not isolation. Invariants:
@@ -12,11 +13,13 @@
 //   and writes nothing;
 // - a spec document that is not the kind's exact shape is a certain failure (`spec-invalid`) with
 //   nothing done, never a thrown error (a throw means "outcome unknown" and quarantines the lease).
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { readdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
+import { syncPath, writeDurably } from './durable-file.ts';
 import { type EnvelopeBody, firstIssue } from './envelope-schema.ts';
+import { createReferenceGuest, type HostGuest } from './host-guest.ts';
 
 /** What an effect returns: a certain outcome, the document, and its output in order. */
 export interface EffectOutcome {
@@ -95,15 +98,6 @@ export function leaseKey(environmentId: string, leaseOperationId: string): strin
 
 const keyOf = (body: EnvelopeBody) => leaseKey(body.lease.environmentId, body.lease.operationId);
 
-async function syncPath(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 const outcome = (
   status: 'succeeded' | 'failed',
   document: Record<string, unknown>,
@@ -122,8 +116,15 @@ function specOf<S extends z.ZodType>(
   return { ok: false, failure: outcome('failed', { code: 'spec-invalid', message }, [], [message]) };
 }
 
-/** The simulated effects over `dir` (created if absent). `now` stamps new records. */
-export function createLocalRecordEffects(dir: string, now: () => Date): HostEffects {
+/**
+ * The simulated effects over `dir` (created if absent). `now` stamps new records. `guest` is the
+ * sandboxes' declared guest; by default one that reports nothing by itself (`on-report`).
+ */
+export function createLocalRecordEffects(
+  dir: string,
+  now: () => Date,
+  guest: HostGuest = createReferenceGuest(dir, 'on-report', now),
+): HostEffects {
   const pathOf = (key: string) => join(dir, `${key}.json`);
 
   async function read(path: string): Promise<SandboxRecord | undefined> {
@@ -135,20 +136,8 @@ export function createLocalRecordEffects(dir: string, now: () => Date): HostEffe
     }
   }
 
-  async function write(record: SandboxRecord): Promise<void> {
-    await mkdir(dir, { recursive: true });
-    const path = pathOf(record.key);
-    const temporary = `${path}.tmp`;
-    const handle = await open(temporary, 'w');
-    try {
-      await handle.writeFile(JSON.stringify(sandboxRecordSchema.parse(record)), 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temporary, path);
-    await syncPath(dir);
-  }
+  const write = (record: SandboxRecord): Promise<void> =>
+    writeDurably(dir, pathOf(record.key), JSON.stringify(sandboxRecordSchema.parse(record)));
 
   return {
     async provision(body) {
@@ -166,6 +155,7 @@ export function createLocalRecordEffects(dir: string, now: () => Date): HostEffe
           // Never adopted: the lease's record belongs to another owner binding; nothing is written.
           return outcome('failed', { code: 'owner-mismatch' }, [], [`lease ${key} has another owner`]);
         }
+        await guest.started(existing);
         return outcome('succeeded', { sandbox: existing, created: false }, [
           `sandbox for lease ${body.lease.operationId} already exists; read back`,
         ]);
@@ -180,6 +170,7 @@ export function createLocalRecordEffects(dir: string, now: () => Date): HostEffe
         createdAt: now().toISOString(),
       };
       await write(record);
+      await guest.started(record);
       return outcome(
         'succeeded',
         { sandbox: record, created: true },
@@ -204,10 +195,15 @@ export function createLocalRecordEffects(dir: string, now: () => Date): HostEffe
       const parsed = specOf(body, emptySpecSchema);
       if (!parsed.ok) return parsed.failure;
       const existing = await read(pathOf(keyOf(body)));
+      if (existing === undefined) {
+        return outcome('succeeded', { found: false }, [`described lease ${body.lease.operationId}`]);
+      }
+      const { state, ignored } = await guest.observe(existing);
       return outcome(
         'succeeded',
-        existing === undefined ? { found: false } : { found: true, sandbox: existing },
-        [`described lease ${body.lease.operationId}`],
+        { found: true, sandbox: existing, guest: state },
+        [`described lease ${body.lease.operationId}: guest ${state.phase}`],
+        ignored === null ? [] : [ignored],
       );
     },
 
@@ -216,6 +212,8 @@ export function createLocalRecordEffects(dir: string, now: () => Date): HostEffe
       if (!parsed.ok) return parsed.failure;
       const path = pathOf(keyOf(body));
       const existing = await read(path);
+      // The guest's report goes first (also one a late guest left behind): it never outlives its record.
+      await guest.released(keyOf(body));
       if (existing !== undefined) {
         await unlink(path);
         await syncPath(dir);

@@ -12,6 +12,8 @@
 //   call uncertain, never empty; `listOwned` asks every Enrolled host and fails if one is silent;
 // - ownership is checked before any mutation: the resource id names the lease (host, and the
 //   SHA-256 of Environment and lease operation), and the host's record must carry the exact owner.
+// - a describe reports `configured` only when the host-signed result says, explicitly, that the
+//   sandbox's guest reported its configuration complete; any other present sandbox is `started`.
 // The hosts run no guest (docs/sandbox-host.md): this provider proves the protocol, not isolation,
 // and advertises neither VM isolation, PVC attachment nor an AgentHost.
 import { randomUUID } from 'node:crypto';
@@ -98,6 +100,15 @@ const sandboxSchema = z.object({
   expiresAt: z.string().nullable(),
 });
 type SandboxRecord = z.infer<typeof sandboxSchema>;
+
+/**
+ * What a host-signed describe says of the sandbox's guest: `configured` once the guest reported it.
+ * A host that sends no `guest` member says nothing of it (started); one it cannot read is refused.
+ */
+const guestSchema = z.discriminatedUnion('phase', [
+  z.object({ phase: z.literal('started') }),
+  z.object({ phase: z.literal('configured'), configuredAt: z.string() }),
+]);
 
 const failureSchema = z.object({ code: z.string(), refusal: z.string().optional() });
 
@@ -242,12 +253,12 @@ export class SandboxHostProvider implements SandboxProvider {
   async describe(ref: ResourceRef, call: CallOptions): Promise<DescribeResult> {
     this.guard(call);
     const { hostId } = this.locate(ref);
-    const sandbox = await this.read(hostId, ref.owner, call);
-    if (sandbox === null) return { present: false };
-    if (!sameOwner(sandbox.owner, ref.owner)) {
+    const described = await this.read(hostId, ref.owner, call);
+    if (described === null) return { present: false };
+    if (!sameOwner(described.sandbox.owner, ref.owner)) {
       throw ownership('owner-mismatch', `resource ${ref.resourceId} belongs to another owner binding`);
     }
-    return { present: true, resource: toResource(hostId, sandbox) };
+    return { present: true, resource: toResource(hostId, described.sandbox, described.phase) };
   }
 
   async listOwned(query: OwnedQuery, call: CallOptions): Promise<ProviderResource[]> {
@@ -315,7 +326,7 @@ export class SandboxHostProvider implements SandboxProvider {
   async renew(request: RenewRequest, call: CallOptions): Promise<RenewReceipt> {
     this.guard(call);
     const { hostId } = this.locate(request);
-    const current = await this.read(hostId, request.owner, call);
+    const current = (await this.read(hostId, request.owner, call))?.sandbox ?? null;
     if (current === null) throw definitive('resource-absent', `resource ${request.resourceId} is gone`);
     if (!sameOwner(current.owner, request.owner)) {
       throw ownership('owner-mismatch', `resource ${request.resourceId} belongs to another owner binding`);
@@ -345,7 +356,7 @@ export class SandboxHostProvider implements SandboxProvider {
       resourceId: request.resourceId,
       idempotencyKey: request.idempotencyKey,
     };
-    const current = await this.read(hostId, request.owner, call);
+    const current = (await this.read(hostId, request.owner, call))?.sandbox ?? null;
     if (current !== null && !sameOwner(current.owner, request.owner)) {
       throw ownership('owner-mismatch', `resource ${request.resourceId} belongs to another owner binding`);
     }
@@ -394,8 +405,15 @@ export class SandboxHostProvider implements SandboxProvider {
     return { hostId: parsed.hostId };
   }
 
-  /** An exact, host-answered describe: the record, or null when the host answered it absent. */
-  private async read(hostId: string, owner: OwnerBinding, call: CallOptions): Promise<SandboxRecord | null> {
+  /**
+   * An exact, host-answered describe: the record and the phase its guest is in (`configured` only
+   * when the signed result says so), or null when the host answered it absent.
+   */
+  private async read(
+    hostId: string,
+    owner: OwnerBinding,
+    call: CallOptions,
+  ): Promise<{ sandbox: SandboxRecord; phase: 'started' | 'configured' } | null> {
     const body = await this.perform(
       { hostId, base: `describe:${randomUUID()}`, kind: 'describe', owner: ownerOf(owner), spec: {} },
       call,
@@ -403,14 +421,16 @@ export class SandboxHostProvider implements SandboxProvider {
     const failure = failureOf(body);
     if (failure !== null)
       throw uncertain(`host-${failure}`, `host ${hostId} could not describe (${failure})`);
-    const answer = z.object({ found: z.boolean() }).safeParse(body.outcome.document);
+    const answer = z
+      .object({ found: z.boolean(), guest: guestSchema.optional() })
+      .safeParse(body.outcome.document);
     if (!answer.success)
       throw uncertain('host-answer-invalid', `host ${hostId} answered an unreadable describe`);
     if (!answer.data.found) return null;
     const sandbox = sandboxIn(body, 'sandbox');
     if (sandbox === null)
       throw uncertain('host-answer-invalid', `host ${hostId} answered an unreadable sandbox`);
-    return sandbox;
+    return { sandbox, phase: answer.data.guest?.phase ?? 'started' };
   }
 
   /** An Enrolled host for a new lease, by the hash of its operation id. */
@@ -593,11 +613,16 @@ function sandboxIn(body: HostResultBody, field: string): SandboxRecord | null {
   return parsed.success ? parsed.data : null;
 }
 
-function toResource(hostId: string, sandbox: SandboxRecord): ProviderResource {
+/** A recorded sandbox is started; only a describe can say its guest is `configured`. */
+function toResource(
+  hostId: string,
+  sandbox: SandboxRecord,
+  phase: 'started' | 'configured' = 'started',
+): ProviderResource {
   return {
     resourceId: `${hostId}/${sandbox.key}`,
     owner: sandbox.owner,
-    phase: 'started',
+    phase,
     placement: { hostId, sandboxKey: sandbox.key },
   };
 }

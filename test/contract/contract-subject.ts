@@ -32,6 +32,12 @@ export interface ContractSubject {
    * Lets the renew case see the term move, not just the receipt.
    */
   recordedTerm?(resource: ProviderResource): Promise<string | null>;
+  /**
+   * The resource's guest says its configuration completed (sandbox-host: the reference guest's
+   * report). Only a subject whose provider carries that signal in its describe has it; without it,
+   * the provider must never report `configured` by itself.
+   */
+  configureGuest?(resource: ProviderResource): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -19,7 +19,7 @@ import {
 
 const HOUR = 3_600_000;
 
-const phaseOrder: ProviderPhase[] = ['pending', 'scheduled', 'image-ready', 'started'];
+const phaseOrder: ProviderPhase[] = ['pending', 'scheduled', 'image-ready', 'started', 'configured'];
 
 export function lifecycleCases(subject: () => ContractSubject): void {
   describe('create', () => {
@@ -57,6 +57,24 @@ export function lifecycleCases(subject: () => ContractSubject): void {
       const ranks = [resource.phase, ...seen].map((phase) => phaseOrder.indexOf(phase));
       expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
       expect(seen.at(-1)).toBe('started');
+    });
+
+    it('configured is reported only once the guest said so, never inferred from started', async () => {
+      const s = subject();
+      const resource = await s.provider.provision(provisionRequest(s, newOwner()), budget());
+      const describePhase = async () =>
+        presentResource(await s.provider.describe(refTo(s, resource), budget())).phase;
+      await pollUntil(s, describePhase, (phase) => phase === 'started');
+      // Started, and nothing said it was configured: it stays started.
+      expect(await describePhase()).toBe('started');
+      if (s.configureGuest === undefined) return;
+
+      await s.configureGuest(resource);
+      const seen = await pollUntil(s, describePhase, (phase) => phase === 'configured');
+      expect(seen.every((phase) => phase === 'started' || phase === 'configured')).toBe(true);
+      expect(await describePhase()).toBe('configured');
+      await s.provider.release(releaseOf(s, resource), budget());
+      expect(await s.provider.describe(refTo(s, resource), budget())).toEqual({ present: false });
     });
   });
 

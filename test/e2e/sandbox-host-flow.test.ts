@@ -1,7 +1,8 @@
 // The E2 and E6 flows (HTTP → actor → worker → provider) with the sandbox-host provider: two
 // reference hosts started here poll the mutual-TLS control listener, and every provider call is a
-// signed assignment answered by a host-signed result. E2: provision to Active, readiness from the
-// host's started result with the Workspace, network and AgentHost checks not applicable, release.
+// signed assignment answered by a host-signed result. E2: provision to Active, not ready while the
+// host-signed describe says started, ready once it says configured (the guest reported; the
+// Workspace and network checks not applicable), release.
 // E6: a lost provision answer is adopted by exact listing; a silent host is uncertain, never absent;
 // a host that crashed after journaling its intent quarantines the Environment (no second effect)
 // until an operator confirms the cleanup, after which the operation is assigned again.
@@ -59,7 +60,7 @@ describe('sandbox lifecycle on the sandbox-host provider with two reference host
     expect(res.status).toBe(202);
   }
 
-  it('provisions to Active on an enrolled host, is ready from the host-signed started result, and releases', async () => {
+  it('provisions to Active on an enrolled host, is ready only once the host-signed describe says configured, and releases', async () => {
     const s = await setupScenario(h, { run: 'run-e2' });
     const operator = await h.token('acme', 'ops', { operator: true });
     const identity = await json<{ providerId: string; capabilities: string[] }>(
@@ -73,15 +74,28 @@ describe('sandbox lifecycle on the sandbox-host provider with two reference host
     expect(host).toBeDefined();
     expect(await records(host!)).toHaveLength(1);
 
-    const inspected = await eventually('ready for dispatch', async () => {
-      const body = await json<{
+    const inspect = async () =>
+      json<{
         readyForDispatch: boolean;
+        phase: string | null;
         conditions: { type: string; status: string; reason: string }[];
       }>(await h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=1`, { token: s.token }));
+    const reasonsOf = (body: Awaited<ReturnType<typeof inspect>>) =>
+      Object.fromEntries(body.conditions.map((c) => [c.type, [c.status, c.reason]]));
+    // The sandbox is recorded and started, but its guest has not reported: not ready.
+    const started = await inspect();
+    expect(started.readyForDispatch).toBe(false);
+    expect(started.phase).toBe('started');
+    expect(reasonsOf(started)['HostConfigured']).toEqual(['False', 'NotConfigured']);
+
+    await host!.configureGuest({ environmentId: s.environmentId, operationId: String(lease['operationId']) });
+    const inspected = await eventually('ready for dispatch', async () => {
+      const body = await inspect();
       return body.readyForDispatch ? body : undefined;
     });
-    const reasons = Object.fromEntries(inspected.conditions.map((c) => [c.type, [c.status, c.reason]]));
-    expect(reasons['HostConfigured']).toEqual(['True', 'NotApplicable']);
+    expect(inspected.phase).toBe('configured');
+    const reasons = reasonsOf(inspected);
+    expect(reasons['HostConfigured']).toEqual(['True', 'Configured']);
     expect(reasons['NetworkPolicyVerified']).toEqual(['True', 'NotApplicable']);
     expect(reasons['WorkspaceAttached']).toEqual(['True', 'NotApplicable']);
 

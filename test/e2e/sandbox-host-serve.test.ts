@@ -2,10 +2,11 @@
 // processes: the trust and two enrollments written to a fresh embedded data directory before any
 // serve opens it (`sandlot hosts list` reads them back), `sandlot serve` with its mutual-TLS control
 // listener in one child process, and two `sandlot host run --config` daemons connecting from
-// 127.0.0.2 and 127.0.0.3 in two more. E2: provision to Active over HTTP, ready for dispatch,
-// release, with the sandbox record on exactly one host and gone after. E6: the daemon holding a
-// lease is SIGKILLed; the release stays unsettled while it is dead, and completes once the daemon is
-// started again over the same journal (its dead lock taken over) with the record gone.
+// 127.0.0.2 and 127.0.0.3 in two more (their guests declared at-start). E2: provision to Active over
+// HTTP, ready for dispatch once the host-signed describe says configured, release, with the sandbox
+// record on exactly one host and gone after. E6: the daemon holding a lease is SIGKILLed; the
+// release stays unsettled while it is dead, and completes once the daemon is started again over
+// the same journal (its dead lock taken over) with the record gone.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -276,6 +277,8 @@ describe('sandlot serve with SANDLOT_PROVIDER=sandbox-host and two `sandlot host
             current: { publicKeyFile: files['control.pub.pem'], version: 1, notBefore, notAfter },
             revocationEpoch: 1,
           },
+          // The reference guest reports configured once its sandbox is recorded.
+          guest: { configured: 'at-start' },
           pollIntervalMs: 50,
         };
         d.config = JSON.stringify(declaration);
@@ -366,7 +369,9 @@ describe('sandlot serve with SANDLOT_PROVIDER=sandbox-host and two `sandlot host
     });
     const conditions = view['conditions'] as Array<{ type: string; status: string; reason: string }>;
     const reasons = Object.fromEntries(conditions.map((c) => [c.type, [c.status, c.reason]]));
-    expect(reasons['HostConfigured']).toEqual(['True', 'NotApplicable']);
+    // Ready from the host-signed describe's configured phase, the daemon's declared guest's report.
+    expect(view['phase']).toBe('configured');
+    expect(reasons['HostConfigured']).toEqual(['True', 'Configured']);
     expect(reasons['NetworkPolicyVerified']).toEqual(['True', 'NotApplicable']);
 
     await release(env.base);

@@ -1,8 +1,9 @@
 // A provider that advertises neither pvc-attachment nor vm-isolation (the simulated provider under
 // a sandbox-host identity): admission checks the Workspace record but reads back no storage and
-// verifies no network policy; readiness comes from its started result, with the Workspace, network
-// and AgentHost conditions NotApplicable and neither the Host nor the verifier asked; the lease goes
-// Active and is released.
+// verifies no network policy; readiness needs the configured phase from its own describe (started
+// alone is NotConfigured; the stand-in reports configured once the test says its guest did), with
+// the Workspace and network conditions NotApplicable and neither the Host nor the verifier asked;
+// the lease goes Active and is released.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
 import type { AgentHostReadiness, AgentHostTarget, NetworkPolicyVerifier } from '../../actors/ports.ts';
@@ -17,8 +18,12 @@ import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, waitForLease, waitForLifecycle } from '../support/sandbox-flow.ts';
 import { problemOf, provisionWith, setupCustomScenario, slug } from '../support/sandbox-scenarios.ts';
 
-/** Every call goes to `inner`; only the identity says sandbox-host, without the two capabilities. */
-function asSandboxHost(inner: SandboxProvider): SandboxProvider {
+/**
+ * Every call goes to `inner`; only the identity says sandbox-host, without the two capabilities,
+ * and a describe reports a started sandbox `configured` once its operation is in `configured` (what
+ * the sandbox-host provider does once the host-signed describe carries its guest's report).
+ */
+function asSandboxHost(inner: SandboxProvider, configured: ReadonlySet<string>): SandboxProvider {
   return {
     identity: {
       ...inner.identity,
@@ -28,7 +33,12 @@ function asSandboxHost(inner: SandboxProvider): SandboxProvider {
     },
     optionsSnapshot: () => inner.optionsSnapshot(),
     provision: (request, options) => inner.provision(request, options),
-    describe: (ref, options) => inner.describe(ref, options),
+    describe: async (ref, options) => {
+      const result = await inner.describe(ref, options);
+      if (!result.present || result.resource.phase !== 'started') return result;
+      if (!configured.has(ref.owner.operationId)) return result;
+      return { present: true, resource: { ...result.resource, phase: 'configured' } };
+    },
     listOwned: (query, options) => inner.listOwned(query, options),
     renew: (request, options) => inner.renew(request, options),
     release: (request, options) => inner.release(request, options),
@@ -58,6 +68,7 @@ describe('a provider without pvc-attachment and vm-isolation', () => {
   let inner: SimulatedProvider;
   let host: CountingHost;
   let verifications = 0;
+  const configuredGuests = new Set<string>();
 
   beforeAll(async () => {
     handle = await openBackend('postgres');
@@ -72,7 +83,7 @@ describe('a provider without pvc-attachment and vm-isolation', () => {
     };
     h = await buildHarness(handle.db, {
       workers: {},
-      sandboxProvider: asSandboxHost(inner),
+      sandboxProvider: asSandboxHost(inner, configuredGuests),
       networkPolicies,
       agentHost: host,
     });
@@ -107,7 +118,7 @@ describe('a provider without pvc-attachment and vm-isolation', () => {
     expect(await json(admitted)).toMatchObject({ state: 'Provisioning', resourceGeneration: 1 });
   });
 
-  it('goes Active, is ready from its started result alone, and is released', async () => {
+  it('goes Active, is not ready at started, is ready once its describe reports configured, and is released', async () => {
     const s = await setupCustomScenario(h, { project: 'na-flow', run: 'run-flow' });
     const provisioned = await h.request('POST', `${s.base}/sandbox/provision`, {
       token: s.token,
@@ -118,18 +129,31 @@ describe('a provider without pvc-attachment and vm-isolation', () => {
     await waitForLease(h, s, (l) => l['state'] === 'Active' && l['phase'] === 'started');
 
     const verifiedBefore = verifications;
-    const inspected = await json<Inspection>(await h.request('GET', `${s.base}/sandbox`, { token: s.token }));
+    const inspect = async () =>
+      json<Inspection>(await h.request('GET', `${s.base}/sandbox`, { token: s.token }));
+    // Started is not configured: without an AgentHost only the provider's describe can say it.
+    const started = await inspect();
+    expect(started.readyForDispatch).toBe(false);
+    expect(started.phase).toBe('started');
+    expect(started.conditions.find((c) => c.type === 'HostConfigured')).toMatchObject({
+      status: 'False',
+      reason: 'NotConfigured',
+    });
+
+    configuredGuests.add(operationId);
+    const inspected = await inspect();
     expect(inspected.readyForDispatch).toBe(true);
-    // `configured` is the AgentHost's handshake; without a Host the phase stays the provider's.
-    expect(inspected.phase).toBe('started');
+    expect(inspected.phase).toBe('configured');
     expect(inspected.conditions.map((c) => [c.type, c.status, c.reason])).toEqual([
       ['LeaseCurrent', 'True', 'Active'],
       ['LeaseUnexpired', 'True', 'Unexpired'],
       ['SandboxObserved', 'True', 'Started'],
-      ['HostConfigured', 'True', 'NotApplicable'],
+      ['HostConfigured', 'True', 'Configured'],
       ['NetworkPolicyVerified', 'True', 'NotApplicable'],
       ['WorkspaceAttached', 'True', 'NotApplicable'],
     ]);
+    // The machine recorded the observed phase on the lease.
+    await waitForLease(h, s, (l) => l['phase'] === 'configured');
     expect(inspected.conditions.find((c) => c.type === 'WorkspaceAttached')?.message).toBe(
       'the sandbox-host provider attaches no Workspace volume (no pvc-attachment capability)',
     );

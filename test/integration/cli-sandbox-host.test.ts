@@ -164,6 +164,7 @@ describe('sandlot host run: the declaration', () => {
       extra: true,
       control: { url: 'not a url', caFile: files['serverCa'] },
       resultKey: { file: files['resultKey'], version: 0 },
+      guest: { configured: 'when-started' },
     });
     const error = await runHost({ config: path, signal: AbortSignal.timeout(5_000), logger: silent }).catch(
       (e: unknown) => e as Error,
@@ -174,6 +175,7 @@ describe('sandlot host run: the declaration', () => {
     expect(message).toContain('unknown field(s) extra');
     expect(message).toContain('control.url');
     expect(message).toContain('resultKey.version');
+    expect(message).toContain('guest.configured');
   });
 
   it('names an unreadable file and a key of the wrong kind by field, never their contents', async () => {

@@ -4,8 +4,8 @@
 // a crash between intent and result (quarantine, no second effect, operator cleanup, then
 // reassignment), a torn journal tail, envelope refusals that are never journaled, declined
 // envelopes answered with signed refusals (expired, stale fence, quarantined lease), the journal
-// directory lock, and the poll loop's abort and bounded retry. The effects are local records:
-// nothing here runs a guest.
+// directory lock, the poll loop's abort and bounded retry, and the declared guest's configured
+// signal in the signed describe. The effects are local records: nothing here runs a guest.
 import { generateKeyPairSync } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -20,7 +20,16 @@ import {
   type EnvelopeWire,
   signEnvelope,
 } from '../../providers/sandbox-host/envelope.ts';
-import { createLocalRecordEffects, type HostEffects } from '../../providers/sandbox-host/host-effects.ts';
+import {
+  createLocalRecordEffects,
+  type HostEffects,
+  leaseKey,
+} from '../../providers/sandbox-host/host-effects.ts';
+import {
+  createReferenceGuest,
+  guestReportsDir,
+  reportGuestConfigured,
+} from '../../providers/sandbox-host/host-guest.ts';
 import {
   CleanupRefusedError,
   ControlRetriesExhaustedError,
@@ -236,6 +245,70 @@ describe('reference host effects', () => {
     expect(host.health().lastHealthyPoll).toBeNull();
     expect(await host.step(signal())).toMatchObject({ fetched: 0 });
     expect(host.health().lastHealthyPoll).toBe(now().toISOString());
+  });
+});
+
+describe('the declared guest in the signed describe', () => {
+  const sandboxes = () => join(dir, 'sandboxes');
+  const key = () => leaseKey('env-1', 'lease-op-1');
+  const reportFile = () => join(guestReportsDir(sandboxes()), `${key()}.json`);
+  const textOf = (chunks: readonly { data: string }[] | undefined) =>
+    (chunks ?? []).map((c) => Buffer.from(c.data, 'base64url').toString()).join('');
+  /** Runs the envelopes on `host` and answers their verified result bodies, in order. */
+  async function answers(host: ReferenceHost, ...envelopes: EnvelopeWire[]) {
+    const from = ctl.reports.length;
+    ctl.queue.push(...envelopes);
+    await host.step(signal());
+    return ctl.reports.slice(from).map((r, i) => verified(r, envelopes[i] as EnvelopeWire));
+  }
+
+  it('an on-report guest: started until the guest reports, then configured; release removes the report', async () => {
+    const host = await openHost(counted(dir).effects);
+    const [, before] = await answers(host, sign(1), sign(2, kind('describe', 2)));
+    expect(before?.outcome.document).toMatchObject({ found: true, guest: { phase: 'started' } });
+
+    const report = await reportGuestConfigured(sandboxes(), { key: key(), provisionedBy: 'op-1' }, now());
+    const [after] = await answers(host, sign(3, kind('describe', 3)));
+    expect(after?.outcome.document).toMatchObject({
+      found: true,
+      sandbox: { key: key(), provisionedBy: 'op-1' },
+      guest: { phase: 'configured', configuredAt: report.configuredAt },
+    });
+    expect(textOf(after?.streams.stdout)).toContain('guest configured');
+
+    const [released, gone] = await answers(host, sign(4, kind('release', 4)), sign(5, kind('describe', 5)));
+    expect(released?.outcome.document).toEqual({ released: true, absent: false });
+    expect(gone?.outcome.document).toEqual({ found: false });
+    await expect(readFile(reportFile(), 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('an at-start guest reports configured as soon as its sandbox is recorded', async () => {
+    const guest = createReferenceGuest(sandboxes(), 'at-start', now);
+    const host = await openHost(createLocalRecordEffects(sandboxes(), now, guest));
+    const [, described] = await answers(host, sign(1), sign(2, kind('describe', 2)));
+    expect(described?.outcome.document).toMatchObject({
+      guest: { phase: 'configured', configuredAt: now().toISOString() },
+    });
+    expect(JSON.parse(await readFile(reportFile(), 'utf8'))).toEqual({
+      key: key(),
+      provisionedBy: 'op-1',
+      phase: 'configured',
+      configuredAt: now().toISOString(),
+    });
+  });
+
+  it('a report for another provision, or one that is not a report, leaves the sandbox started', async () => {
+    const host = await openHost(counted(dir).effects);
+    await answers(host, sign(1));
+    await reportGuestConfigured(sandboxes(), { key: key(), provisionedBy: 'op-9' }, now());
+    const [foreign] = await answers(host, sign(2, kind('describe', 2)));
+    expect(foreign?.outcome.document).toMatchObject({ guest: { phase: 'started' } });
+    expect(textOf(foreign?.streams.stderr)).toContain('names another sandbox or provision');
+
+    await writeFile(reportFile(), JSON.stringify({ key: key(), provisionedBy: 'op-1', phase: 'ready' }));
+    const [invalid] = await answers(host, sign(3, kind('describe', 3)));
+    expect(invalid?.outcome.document).toMatchObject({ guest: { phase: 'started' } });
+    expect(textOf(invalid?.streams.stderr)).toContain('not a guest report');
   });
 });
 

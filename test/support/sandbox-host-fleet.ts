@@ -1,7 +1,8 @@
 // A sandbox-host fleet for tests: the control listener on 127.0.0.1 over mutual TLS, and reference
 // hosts enrolled with the local-unsafe verifier, each connecting from its own loopback address
 // (127.0.0.2, 127.0.0.3, …) and polling on its own. Certificates and keys are made when the fleet
-// starts; nothing is read from disk but the hosts' own journals and sandbox records.
+// starts; nothing is read from disk but the hosts' own journals and sandbox records. Each host's
+// guest is declared `on-report` unless told otherwise: a test says when a guest is configured.
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,16 @@ import { createPgHostCertificateDirectory } from '../../providers/sandbox-host/c
 import { ControlClient } from '../../providers/sandbox-host/control-client.ts';
 import { type ControlListener, startControlListener } from '../../providers/sandbox-host/control-listener.ts';
 import { enrollHost } from '../../providers/sandbox-host/enrollment.ts';
-import { createLocalRecordEffects, type HostEffects } from '../../providers/sandbox-host/host-effects.ts';
+import {
+  createLocalRecordEffects,
+  type HostEffects,
+  sandboxRecordSchema,
+} from '../../providers/sandbox-host/host-effects.ts';
+import {
+  createReferenceGuest,
+  type GuestMode,
+  reportGuestConfigured,
+} from '../../providers/sandbox-host/host-guest.ts';
 import { createLocalUnsafeVerifier } from '../../providers/sandbox-host/local-unsafe-verifier.ts';
 import { leaseKey, SandboxHostProvider } from '../../providers/sandbox-host/provider.ts';
 import { type ControlPort, ReferenceHost } from '../../providers/sandbox-host/reference-host.ts';
@@ -50,6 +60,8 @@ export interface FleetHost {
   stop(): Promise<void>;
   /** Opens the journal again (recovery runs) and resumes polling. */
   start(): Promise<void>;
+  /** The guest of the lease's sandbox on this host reports its configuration complete. */
+  configureGuest(owner: Pick<OwnerBinding, 'environmentId' | 'operationId'>): Promise<void>;
   /** The expiry this host's record for a lease holds (null: none, undefined: no record). */
   recordedExpiry(
     owner: Pick<OwnerBinding, 'environmentId' | 'operationId'>,
@@ -72,6 +84,8 @@ export interface FleetOptions {
   pollIntervalMs?: number;
   /** Prefix of host ids (default `host`): `host-1`, `host-2`, … */
   prefix?: string;
+  /** The hosts' declared guest (default `on-report`: configured only through configureGuest). */
+  guest?: GuestMode;
 }
 
 class CrashAfterIntent extends Error {
@@ -81,7 +95,7 @@ class CrashAfterIntent extends Error {
 }
 
 export async function startHostFleet(options: FleetOptions): Promise<HostFleet> {
-  const { db, hosts: count = 2, pollIntervalMs = 10, prefix = 'host' } = options;
+  const { db, hosts: count = 2, pollIntervalMs = 10, prefix = 'host', guest = 'on-report' } = options;
   await migrate(db);
   const dir = await mkdtemp(join(tmpdir(), 'sandlot-fleet-'));
   const hostsCa = await createTestCertificateAuthority('sandbox-hosts-ca');
@@ -134,6 +148,7 @@ export async function startHostFleet(options: FleetOptions): Promise<HostFleet> 
         port: listener.port,
         trust: verificationKey,
         pollIntervalMs,
+        guest,
         issueCertificate: (id) => hostsCa.issueClient(id),
       }),
     );
@@ -170,6 +185,7 @@ interface HostSetup {
   port: number;
   trust: VerificationKey;
   pollIntervalMs: number;
+  guest: GuestMode;
   issueCertificate(hostId: string): Promise<ClientCertificate>;
 }
 
@@ -208,7 +224,12 @@ function fleetHost(setup: HostSetup): FleetHost {
     },
     reportResult: (wire, signal) => client.reportResult(wire, signal),
   };
-  const inner = createLocalRecordEffects(sandboxesDir, () => new Date());
+  const now = () => new Date();
+  const inner = createLocalRecordEffects(
+    sandboxesDir,
+    now,
+    createReferenceGuest(sandboxesDir, setup.guest, now),
+  );
   const count = (kind: keyof HostEffects) => {
     counts[kind] = (counts[kind] ?? 0) + 1;
   };
@@ -218,6 +239,17 @@ function fleetHost(setup: HostSetup): FleetHost {
     renew: (body) => (count('renew'), inner.renew(body)),
     release: (body) => (count('release'), inner.release(body)),
     listOwned: (body) => (count('listOwned'), inner.listOwned(body)),
+  };
+
+  /** The host's record of a lease, or undefined when it has none. */
+  const readRecord = async (owner: Pick<OwnerBinding, 'environmentId' | 'operationId'>) => {
+    try {
+      return sandboxRecordSchema.parse(
+        JSON.parse(await readFile(join(sandboxesDir, `${leaseKey(owner)}.json`), 'utf8')),
+      );
+    } catch {
+      return undefined;
+    }
   };
 
   const self: FleetHost = {
@@ -279,15 +311,14 @@ function fleetHost(setup: HostSetup): FleetHost {
       await current.loop;
       await current.host.close().catch(() => undefined);
     },
+    async configureGuest(owner) {
+      const record = await readRecord(owner);
+      if (record === undefined)
+        throw new Error(`host ${setup.hostId} has no sandbox for ${owner.operationId}`);
+      await reportGuestConfigured(sandboxesDir, record, now());
+    },
     async recordedExpiry(owner) {
-      try {
-        const record = JSON.parse(await readFile(join(sandboxesDir, `${leaseKey(owner)}.json`), 'utf8')) as {
-          expiresAt?: string | null;
-        };
-        return record.expiresAt ?? null;
-      } catch {
-        return undefined;
-      }
+      return (await readRecord(owner))?.expiresAt;
     },
   };
   return self;

@@ -118,3 +118,31 @@ describe('sandbox.observed on an Active lease', () => {
     ).toEqual({ ...POD, ...SERVICE });
   });
 });
+
+describe('sandbox.observed with the configured phase', () => {
+  const observed =
+    (phase: string) =>
+    (run: ModelState): EnvironmentEvent => {
+      const lease = run.snapshot.context.sandbox.lease!;
+      return environmentEventSchema.parse({
+        type: 'sandbox.observed',
+        resourceGeneration: lease.resourceGeneration,
+        providerFence: lease.providerFence,
+        phase,
+        finished: null,
+      });
+    };
+
+  it('a provider that reports its guest configured moves the lease from started to configured', () => {
+    const run = play([provision('op-1'), answer('provision', 'succeeded', {}), observed('configured')]);
+    expect(environmentEventSchema.safeParse(run.last?.event).success).toBe(true);
+    expect(run.snapshot.value).toMatchObject({ sandbox: 'Active' });
+    expect(run.snapshot.context.sandbox.lease?.resource?.phase).toBe('configured');
+  });
+
+  it('a phase that is none of the five is not an event', () => {
+    const event = { type: 'sandbox.observed', resourceGeneration: 1, providerFence: 1, finished: null };
+    expect(environmentEventSchema.safeParse({ ...event, phase: 'configured' }).success).toBe(true);
+    expect(environmentEventSchema.safeParse({ ...event, phase: 'ready' }).success).toBe(false);
+  });
+});

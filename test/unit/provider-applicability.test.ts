@@ -1,6 +1,8 @@
 // Which checks a provider's capabilities call for, and readiness for a lease whose provider has no
-// AgentHost, no Pod network and no Workspace volume: those conditions are True with reason
-// NotApplicable (naming the missing capability), while every other provider's answers are unchanged.
+// AgentHost, no Pod network and no Workspace volume: the network and Workspace conditions are True
+// with reason NotApplicable (naming the missing capability), but the configured phase still has to
+// be observed, from the provider's own exact describe (started alone is not ready); every other
+// provider's answers are unchanged.
 import { describe, expect, it } from 'vitest';
 import { providerApplicability, recordedApplicability } from '../../actors/provider-applicability.ts';
 import {
@@ -66,14 +68,18 @@ function leaseFor(identity: ProviderIdentity): LeaseRow {
   };
 }
 
-/** A started sandbox, with nothing asked of the Host, no generation requested and no volume row. */
-function evidenceFor(identity: ProviderIdentity, overrides: Partial<ReadinessEvidence> = {}) {
+/** A sandbox in `phase`, with nothing asked of the Host, no generation requested and no volume row. */
+function evidenceFor(
+  identity: ProviderIdentity,
+  overrides: Partial<ReadinessEvidence> = {},
+  phase = 'started',
+) {
   const lease = leaseFor(identity);
   return {
     first: lease,
     last: lease,
     now: new Date('2026-01-01T00:01:00Z'),
-    observation: { exact: true, phase: 'started', finished: null, error: null },
+    observation: { exact: true, phase, finished: null, error: null },
     replacedPod: null,
     host: null,
     network: { requested: undefined, verified: false },
@@ -127,15 +133,27 @@ describe('providerApplicability', () => {
 });
 
 describe('readinessConditions for a provider without the capabilities', () => {
-  it('a started sandbox-host lease is ready: the three checks are NotApplicable, naming the capability', () => {
+  it('a sandbox-host lease observed only started is not ready: configured is never inferred from started', () => {
     const conditions = readinessConditions(evidenceFor(hostIdentity));
+    expect(conditions.filter((c) => c.status !== 'True').map((c) => [c.type, c.status, c.reason])).toEqual([
+      ['HostConfigured', 'False', 'NotConfigured'],
+    ]);
+    const c = byType(conditions);
+    expect(c['SandboxObserved']).toMatchObject({ status: 'True', reason: 'Started' });
+    expect(c['HostConfigured']?.message).toContain('sandbox-host provider runs no AgentHost');
+    expect(c['HostConfigured']?.message).toContain('its guest has not reported its configuration');
+  });
+
+  it('a sandbox-host lease its describe reports configured is ready; the network and Workspace are NotApplicable', () => {
+    const conditions = readinessConditions(evidenceFor(hostIdentity, {}, 'configured'));
     for (const condition of conditions) expect(conditionSchema.parse(condition)).toEqual(condition);
     expect(conditions.filter((c) => c.status !== 'True')).toEqual([]);
     const c = byType(conditions);
     expect(c['SandboxObserved']).toMatchObject({ status: 'True', reason: 'Started' });
-    expect(c['HostConfigured']).toMatchObject({ status: 'True', reason: 'NotApplicable' });
+    expect(c['HostConfigured']).toMatchObject({ status: 'True', reason: 'Configured' });
     expect(c['HostConfigured']?.message).toContain('sandbox-host provider runs no AgentHost');
     expect(c['HostConfigured']?.message).toContain('no vm-isolation capability');
+    expect(c['HostConfigured']?.message).toContain('describe reports the sandbox configured');
     expect(c['NetworkPolicyVerified']).toMatchObject({ status: 'True', reason: 'NotApplicable' });
     expect(c['NetworkPolicyVerified']?.message).toContain('no vm-isolation capability');
     expect(c['WorkspaceAttached']).toMatchObject({
@@ -146,17 +164,42 @@ describe('readinessConditions for a provider without the capabilities', () => {
     });
   });
 
-  it('NotApplicable holds whatever generation is asked and whatever the Host said', () => {
+  it('NotApplicable holds whatever generation is asked; configured follows the describe whatever the Host said', () => {
     const c = byType(
       readinessConditions(
-        evidenceFor(hostIdentity, {
-          network: { requested: 9, verified: 'unavailable' },
-          host: { error: 'unreachable' },
-        }),
+        evidenceFor(
+          hostIdentity,
+          { network: { requested: 9, verified: 'unavailable' }, host: { error: 'unreachable' } },
+          'configured',
+        ),
       ),
     );
     expect(c['NetworkPolicyVerified']?.reason).toBe('NotApplicable');
-    expect(c['HostConfigured']?.reason).toBe('NotApplicable');
+    expect(c['HostConfigured']).toMatchObject({ status: 'True', reason: 'Configured' });
+  });
+
+  it('without an exact fresh describe of the running sandbox, configured is not known', () => {
+    const cases: { name: string; observation: ReadinessEvidence['observation'] }[] = [
+      { name: 'no observation', observation: null },
+      {
+        name: 'a failed describe',
+        observation: {
+          exact: false,
+          phase: null,
+          finished: null,
+          error: { code: 'host-unanswered', message: 'no answer' },
+        },
+      },
+      { name: 'an absent sandbox', observation: { exact: false, phase: null, finished: null, error: null } },
+      {
+        name: 'a finished sandbox',
+        observation: { exact: true, phase: 'configured', finished: 'PodSucceeded', error: null },
+      },
+    ];
+    for (const { name, observation } of cases) {
+      const c = byType(readinessConditions(evidenceFor(hostIdentity, { observation })));
+      expect(c['HostConfigured'], name).toMatchObject({ status: 'Unknown', reason: 'NotObserved' });
+    }
   });
 
   it('the checks that do apply still decide: not started, expired or moved is not ready', () => {
@@ -184,9 +227,15 @@ describe('readinessConditions for a provider without the capabilities', () => {
     expect(c['WorkspaceAttached']).toMatchObject({ status: 'False', reason: 'VolumeMissing' });
   });
 
+  it('a provider with vm-isolation is configured only by its AgentHost, whatever its describe says', () => {
+    const c = byType(readinessConditions(evidenceFor(simulatedIdentity('1'), {}, 'configured')));
+    expect(c['SandboxObserved']).toMatchObject({ status: 'True', reason: 'Started' });
+    expect(c['HostConfigured']).toMatchObject({ status: 'Unknown', reason: 'NotAsked' });
+  });
+
   it('a provider with only pvc-attachment is still held to its Workspace attachment', () => {
     const c = byType(readinessConditions(evidenceFor({ ...hostIdentity, capabilities: ['pvc-attachment'] })));
     expect(c['WorkspaceAttached']).toMatchObject({ status: 'False', reason: 'VolumeMissing' });
-    expect(c['HostConfigured']?.reason).toBe('NotApplicable');
+    expect(c['HostConfigured']?.reason).toBe('NotConfigured');
   });
 });
