@@ -62,16 +62,17 @@ export function kubeLifetimes(objects: readonly ObjectLifetime[]): ResourceLifet
 }
 
 export async function journalReleased(db: Database): Promise<ReleasedMoment[]> {
-  const { rows } = await db.query<{ id: string; revision: string; type: string; atMs: number }>(
-    `SELECT DISTINCT ON (environment_id) environment_id AS id, revision::text AS revision,
-            event_type AS type, (extract(epoch FROM recorded_at) * 1000)::float8 AS "atMs"
-       FROM environment_journal WHERE to_state->>'lifecycle' = 'Released'
-      ORDER BY environment_id, revision`,
+  // Ordered by the table's columns: an output column named like one (a text revision) would win.
+  const { rows } = await db.query<{ id: string; rev: number; type: string; atMs: number }>(
+    `SELECT DISTINCT ON (j.environment_id) j.environment_id AS id, j.revision::int AS rev,
+            j.event_type AS type, (extract(epoch FROM j.recorded_at) * 1000)::float8 AS "atMs"
+       FROM environment_journal j WHERE j.to_state->>'lifecycle' = 'Released'
+      ORDER BY j.environment_id, j.revision`,
   );
   return rows.map((r) => ({
     environmentId: r.id,
     atMs: r.atMs,
-    source: `journal revision ${r.revision} (${r.type})`,
+    source: `journal revision ${r.rev} (${r.type})`,
   }));
 }
 

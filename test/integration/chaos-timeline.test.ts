@@ -75,6 +75,24 @@ describe('the whole-run check on the real runtime', () => {
     return armedAt;
   }
 
+  it('takes the first Released journal row by revision number (revision 999 before 1000)', async () => {
+    const row = (revision: number, at: string) =>
+      h.db.query(
+        `INSERT INTO environment_journal (environment_id, revision, event_type, event, to_state, actor, recorded_at)
+         VALUES ($1, $2, 'cleanup.sweep', '{}', '{"lifecycle":"Released"}', 'test', $3)`,
+        [s.environmentId, revision, at],
+      );
+    await row(1000, '2026-12-01T05:17:12.000001Z');
+    await row(999, '2026-12-01T05:17:11.000001Z');
+    expect(await journalReleased(h.db)).toEqual([
+      {
+        environmentId: s.environmentId,
+        atMs: Date.parse('2026-12-01T05:17:11.000Z') + 0.001,
+        source: 'journal revision 999 (cleanup.sweep)',
+      },
+    ]);
+  });
+
   it('finds nothing in a clean lifecycle: provision, Active, release, Released', async () => {
     workers = await startWorkersWith(h, h.provider, { callTimeoutMs: CALL_TIMEOUT_MS });
     const operationId = await provision(provisionBody(s));
