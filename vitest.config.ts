@@ -6,6 +6,7 @@ const allTests = ['test/**/*.test.ts', 'providers/**/*.test.ts'];
 // file not named here, is an integration test.
 const unitTests = [
   'test/unit/**/*.test.ts',
+  'test/fakes/kube-api/lifetimes.test.ts',
   'test/fakes/kube-api/parsers.test.ts',
   'providers/agent-sandbox/build-test-pods.test.ts',
   'providers/agent-sandbox/builders.test.ts',

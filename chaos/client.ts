@@ -23,6 +23,8 @@ export interface Answer {
   status: number;
   body: Record<string, unknown>;
   api: string;
+  /** When the client had the whole answer (epoch milliseconds). */
+  receivedAtMs: number;
 }
 
 export interface CallOptions {
@@ -70,10 +72,11 @@ export class ChaosClient {
           body,
           REQUEST_TIMEOUT_MS,
         );
+        const receivedAtMs = Date.now();
         const parsed = parseBody(raw.text);
         const type = typeof parsed['type'] === 'string' ? parsed['type'].replace(PROBLEM, '') : '';
         line(sentAt, api.name, `${raw.status}${type === '' ? '' : ` ${type}`}`);
-        const answer: Answer = { status: raw.status, body: parsed, api: api.name };
+        const answer: Answer = { status: raw.status, body: parsed, api: api.name, receivedAtMs };
         if (raw.status < 500) return answer;
         if (
           raw.status === 503 &&

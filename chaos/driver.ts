@@ -39,6 +39,7 @@ export function newRecord(index: number, plan: EnvironmentRecord['plan']): Envir
     failure: null,
     staleKeys: [],
     trace: [],
+    releasedAnswer: null,
     startedAtMs: 0,
     endedAtMs: null,
   };

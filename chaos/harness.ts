@@ -20,6 +20,8 @@ import { unknownForGood, waitQuiet, type QuiesceResult } from './quiesce.ts';
 import { Recorder, type Finding } from './recorder.ts';
 import { buildSchedule, formatSchedule, type ScheduledFault } from './schedule.ts';
 import { ENVIRONMENTS, startStack } from './stack.ts';
+import { describeDoubleMount, describeReleasedWhileLive } from './timeline.ts';
+import { kubeLifetimes, simulatedLifetimes } from './timeline-sources.ts';
 import { verify, type Verdict } from './verify.ts';
 
 export interface ChaosResult {
@@ -42,7 +44,11 @@ export interface ChaosResult {
   verdict: Verdict;
   findings: Finding[];
   totals: { lost: number; orphaned: number; duplicated: number };
-  /** True when nothing was lost, orphaned or duplicated, the audit is clean and nothing was found. */
+  /**
+   * True when nothing was lost, orphaned or duplicated, no resource was live after its Environment
+   * was said to be Released, no volume was mounted twice at once, the audit is clean and nothing
+   * else was found.
+   */
   ok: boolean;
   /** The run's logs and fault records (kept when the run is not ok). */
   runDir: string;
@@ -174,11 +180,26 @@ export async function runChaos(
     } else if (audit.report.total > 0) {
       recorder.find('audit', `${audit.report.total} audit findings: ${JSON.stringify(audit.report.counts)}`);
     }
-    const verdict = await verify(stack.db, environments, audit.report, recorder, kube?.claimsByOperation());
+    const resources =
+      kube === null ? await simulatedLifetimes(stack.db) : kubeLifetimes(kube.objectLifetimes());
+    const verdict = await verify(
+      stack.db,
+      environments,
+      audit.report,
+      recorder,
+      resources,
+      kube?.claimsByOperation(),
+    );
     for (const l of verdict.lost) recorder.find('lost', `${l.key}: ${l.why}`, l.environmentId);
     for (const d of verdict.duplicated) recorder.find('duplicated', d.why, d.environmentId);
     for (const s of verdict.staleFenceChanges) {
       recorder.find('stale-fence-changed-state', `${s.key} reached ${s.where}`, s.environmentId);
+    }
+    for (const f of verdict.releasedWhileLive) {
+      recorder.find('released-while-live', describeReleasedWhileLive(f), f.environmentId);
+    }
+    for (const f of verdict.volumeDoubleMounted) {
+      recorder.find('volume-double-mounted', describeDoubleMount(f), f.first.environmentId ?? undefined);
     }
     for (const r of verdict.repeatedDispatches) {
       recorder.find(
@@ -202,6 +223,8 @@ export async function runChaos(
       totals.lost === 0 &&
       totals.orphaned === 0 &&
       totals.duplicated === 0 &&
+      verdict.releasedWhileLive.length === 0 &&
+      verdict.volumeDoubleMounted.length === 0 &&
       audit.report !== null &&
       audit.report.total === 0 &&
       recorder.findings.length === 0;

@@ -20,7 +20,7 @@ import {
   plantWorkspace,
   runtimeClassObject,
 } from '../test/support/fake-cluster-harness.ts';
-import { startFakeKubeApi, type FakeKubeApi } from '../test/fakes/kube-api/index.ts';
+import { startFakeKubeApi, type FakeKubeApi, type ObjectLifetime } from '../test/fakes/kube-api/index.ts';
 import { deriveSeed, Rng } from './random.ts';
 
 export interface ChaosKube {
@@ -39,6 +39,8 @@ export interface ChaosKube {
   firedFaults(): Record<string, number>;
   /** Claim names created per operation (its label), from the fake's request log. */
   claimsByOperation(): Map<string, Set<string>>;
+  /** When every object the fake ever stored existed (its lifetime log). */
+  objectLifetimes(): ObjectLifetime[];
   close(): Promise<void>;
 }
 
@@ -114,6 +116,7 @@ export async function startChaosKube(
       }
       return byOperation;
     },
+    objectLifetimes: () => fake.objects.lifetimes(),
     close: () => fake.close(),
   };
 }

@@ -57,6 +57,11 @@ export interface EnvironmentRecord {
   staleKeys: string[];
   /** One line per request and its answer (kept in the results for lifecycles with findings). */
   trace: string[];
+  /**
+   * The first answer that said the Environment is Released, and when the client had it (epoch
+   * milliseconds): the whole-run check (chaos/timeline.ts) finds any resource of it live after that.
+   */
+  releasedAnswer: { atMs: number; what: string } | null;
   startedAtMs: number;
   endedAtMs: number | null;
 }
@@ -342,6 +347,7 @@ export async function releaseEnvironment(
     } else {
       answers = [await call('POST', `${base}/release`, body)];
     }
+    noteReleased(record, answers, 'POST …/release');
     const accepted = answers.find((a) => a.status === 200 || a.status === 202);
     if (accepted !== undefined) {
       state = String(accepted.body['state']);
@@ -364,8 +370,22 @@ export async function releaseEnvironment(
     await sleep(pollDelay(polls));
     const read = await call('GET', `${base}/lifecycle`);
     if (read.status !== 200) fail('read lifecycle', read);
+    noteReleased(record, [read], 'GET …/lifecycle');
     state = String(read.body['state']);
   }
+}
+
+/** Keeps the first answer that said Released (a 2xx whose `state` is Released), as received. */
+function noteReleased(record: EnvironmentRecord, answers: readonly Answer[], what: string): void {
+  const said = answers
+    .filter((a) => a.status >= 200 && a.status < 300 && a.body['state'] === 'Released')
+    .sort((a, b) => a.receivedAtMs - b.receivedAtMs)[0];
+  if (
+    said === undefined ||
+    (record.releasedAnswer !== null && record.releasedAnswer.atMs <= said.receivedAtMs)
+  )
+    return;
+  record.releasedAnswer = { atMs: said.receivedAtMs, what: `${what} ${said.status} (${said.api})` };
 }
 
 /** The client's call with this lifecycle's trace. */

@@ -16,6 +16,8 @@ export type FindingKind =
   | 'not-quiesced'
   | 'lost'
   | 'duplicated'
+  | 'released-while-live'
+  | 'volume-double-mounted'
   | 'audit';
 
 export interface Finding {

@@ -1,5 +1,5 @@
 // The chaos run's report, as text: outcomes, faults by kind, recovery after each fault, the audit,
-// the findings, and last the one line `N lost, N orphaned, N duplicated`.
+// the whole-run checks, the findings, and last the one line `N lost, N orphaned, N duplicated`.
 import type { ChaosResult } from './harness.ts';
 
 const s = (ms: number | null) => (ms === null ? '—' : `${(ms / 1000).toFixed(1)} s`);
@@ -114,6 +114,14 @@ export function formatReport(result: ChaosResult, resultsPath: string | null): s
       `  ${report.total === 0 ? 'clean: no findings' : `${report.total} findings`}`,
     );
   }
+
+  section("Over the whole run (the provider's record of when each resource existed):");
+  const { timeline, releasedWhileLive, volumeDoubleMounted } = result.verdict;
+  lines.push(
+    `  ${timeline.resources} resource lifetimes against the Released moments of ${timeline.releasedEnvironments} Environments`,
+    `  ${pad('released-while-live', 24)} ${releasedWhileLive.length}`,
+    `  ${pad('volume-double-mounted', 24)} ${volumeDoubleMounted.length}`,
+  );
 
   section(`Findings (${result.findings.length}):`);
   if (result.findings.length === 0) lines.push('  none');

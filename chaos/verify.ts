@@ -7,10 +7,21 @@
 //   stale fences that changed state: a journal row or a lease that carries the idempotency key of
 //     a stale-fence request;
 //   attempts dispatched more than once (a call made twice).
+// And over the whole run, not only its end (chaos/timeline.ts): resources live after their
+// Environment was said to be Released, and volumes mounted by two live resources at once.
 import type { AuditReport } from '../actors/audit.ts';
 import type { Database } from '../store/db.ts';
 import type { EnvironmentRecord } from './lifecycle.ts';
 import type { Recorder } from './recorder.ts';
+import { answeredReleased, journalReleased } from './timeline-sources.ts';
+import {
+  firstReleased,
+  releasedWhileLive,
+  volumeDoubleMounts,
+  type ReleasedWhileLive,
+  type ResourceLifetime,
+  type VolumeDoubleMount,
+} from './timeline.ts';
 
 export interface Verdict {
   lost: { environmentId: string; key: string; why: string }[];
@@ -20,6 +31,10 @@ export interface Verdict {
   repeatedDispatches: { attemptId: string; environmentId: string; kind: string; dispatchCount: number }[];
   /** Attempts that recorded a result after their lease had moved on: stale writes, fenced. */
   lateResults: number;
+  releasedWhileLive: ReleasedWhileLive[];
+  volumeDoubleMounted: VolumeDoubleMount[];
+  /** What the whole-run checks examined. */
+  timeline: { resources: number; releasedEnvironments: number };
 }
 
 export async function verify(
@@ -27,6 +42,8 @@ export async function verify(
   records: readonly EnvironmentRecord[],
   audit: AuditReport | null,
   recorder: Recorder,
+  /** When each provider resource existed, over the whole run (chaos/timeline-sources.ts). */
+  resources: readonly ResourceLifetime[],
   /** Agent Sandbox: the claim names the fake saw created, per operation. */
   claimsByOperation?: Map<string, Set<string>>,
 ): Promise<Verdict> {
@@ -64,14 +81,14 @@ export async function verify(
   for (const lease of leases.rows) {
     if (lease.n > 1) duplicated.push({ environmentId: lease.id, why: `${lease.n} leases (${lease.state})` });
   }
-  const resources = await db.query<{ id: string; resources: number; leases: number }>(
+  const extra = await db.query<{ id: string; resources: number; leases: number }>(
     `WITH res AS (SELECT owner->>'environmentId' AS id, count(*)::int AS resources FROM simulated_resources
                    WHERE operation_id NOT LIKE '%/stray' GROUP BY 1),
           lea AS (SELECT environment_id AS id, count(*)::int AS leases FROM sandbox_leases GROUP BY 1)
      SELECT res.id, res.resources, coalesce(lea.leases, 0) AS leases
        FROM res LEFT JOIN lea USING (id) WHERE res.resources > coalesce(lea.leases, 0)`,
   );
-  for (const row of resources.rows) {
+  for (const row of extra.rows) {
     duplicated.push({
       environmentId: row.id,
       why: `${row.resources} provider resources for ${row.leases} lease(s)`,
@@ -145,6 +162,7 @@ export async function verify(
   const late = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM provider_attempts WHERE late_result IS NOT NULL`,
   );
+  const released = [...(await journalReleased(db)), ...answeredReleased(records)];
   return {
     lost,
     orphaned,
@@ -152,5 +170,8 @@ export async function verify(
     staleFenceChanges,
     repeatedDispatches: repeated.rows,
     lateResults: late.rows[0]?.n ?? 0,
+    releasedWhileLive: releasedWhileLive(resources, released),
+    volumeDoubleMounted: volumeDoubleMounts(resources),
+    timeline: { resources: resources.length, releasedEnvironments: firstReleased(released).size },
   };
 }

@@ -130,7 +130,8 @@ export async function markSimulatedResourceDeleted(
   atMs: number,
 ): Promise<boolean> {
   const { rowCount } = await q.query(
-    `UPDATE simulated_resources SET deleted = true, deleted_at_ms = $2 WHERE resource_id = $1 AND NOT deleted`,
+    `UPDATE simulated_resources SET deleted = true, deleted_at_ms = $2, deleted_at = clock_timestamp()
+      WHERE resource_id = $1 AND NOT deleted`,
     [resourceId, atMs],
   );
   return rowCount === 1;
@@ -147,4 +148,32 @@ export async function renewSimulatedResource(
     [resourceId, expiresAtMs],
   );
   return rowCount === 1;
+}
+
+/** When one resource existed, on the database's clock (epoch milliseconds, microsecond fractions). */
+export interface SimulatedLifetime {
+  resourceId: string;
+  operationId: string;
+  environmentId: string | null;
+  /** The Workspace volume it mounts. */
+  volumeId: string | null;
+  createdAtMs: number;
+  /** Null while it is live. */
+  deletedAtMs: number | null;
+}
+
+/**
+ * Every resource ever created, released ones included (rows are never removed). Rows written before
+ * the database clock columns existed fall back to the provider's own epoch milliseconds.
+ */
+export async function listSimulatedLifetimes(q: Queryable): Promise<SimulatedLifetime[]> {
+  const { rows } = await q.query<SimulatedLifetime>(
+    `SELECT resource_id AS "resourceId", operation_id AS "operationId",
+            owner->>'environmentId' AS "environmentId", workspace->>'volumeId' AS "volumeId",
+            coalesce(extract(epoch FROM created_at) * 1000, created_at_ms)::float8 AS "createdAtMs",
+            CASE WHEN deleted THEN coalesce(extract(epoch FROM deleted_at) * 1000, deleted_at_ms)::float8
+            END AS "deletedAtMs"
+       FROM simulated_resources ORDER BY created_at, resource_id`,
+  );
+  return rows;
 }

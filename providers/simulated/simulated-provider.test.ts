@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../store/migrate.ts';
+import { listSimulatedLifetimes } from '../../store/simulated-resources.ts';
 import { openBackend, type BackendHandle } from '../../test/support/databases.ts';
 import {
   budget,
@@ -92,6 +93,36 @@ describe('SimulatedProvider', () => {
     await after.release(releaseOf({ provider: after }, resource), budget());
     expect(await after.countResources({ ownerHash: owner.ownerHash })).toBe(0);
     expect(await after.countResources({ ownerHash: owner.ownerHash, includeDeleted: true })).toBe(1);
+  });
+
+  it('records when each resource existed on the database clock, whatever clock it ages by', async () => {
+    const dbNow = async () =>
+      (
+        await handle.db.query<{ ms: number }>(
+          `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`,
+        )
+      ).rows[0]!.ms;
+    // The injected clock is years off: the lifetimes must not follow it.
+    const provider = new SimulatedProvider({ db: handle.db, optionsRevision: 'r', now: () => 0 });
+    const owner = newOwner();
+    const before = await dbNow();
+    const resource = await provider.provision(provisionRequest({ provider }, owner), budget());
+    const between = await dbNow();
+    await provider.release(releaseOf({ provider }, resource), budget());
+    const after = await dbNow();
+
+    const lifetime = (await listSimulatedLifetimes(handle.db)).find(
+      (l) => l.resourceId === resource.resourceId,
+    );
+    expect(lifetime).toMatchObject({
+      operationId: owner.operationId,
+      environmentId: owner.environmentId,
+      volumeId: `vol-${owner.environmentId}`,
+    });
+    expect(lifetime!.createdAtMs).toBeGreaterThan(before);
+    expect(lifetime!.createdAtMs).toBeLessThan(between);
+    expect(lifetime!.deletedAtMs).toBeGreaterThan(between);
+    expect(lifetime!.deletedAtMs).toBeLessThan(after);
   });
 
   it('a released operation is never revived: provisioning it again is refused definitively', async () => {

@@ -147,6 +147,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
         '0002_simulated_expiry.sql',
         '0003_simulated_calls.sql',
         '0004_simulated_build_test_pods.sql',
+        '0005_simulated_resource_lifetimes.sql',
       ],
     });
     expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
@@ -155,6 +156,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
       { name: '0002_simulated_expiry.sql' },
       { name: '0003_simulated_calls.sql' },
       { name: '0004_simulated_build_test_pods.sql' },
+      { name: '0005_simulated_resource_lifetimes.sql' },
     ]);
     expect(await ledger(handle.db)).toEqual(core);
     expect(await migrateSimulated(handle.db)).toEqual({ applied: [] });
@@ -179,6 +181,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
       'simulated/0002_simulated_expiry.sql',
       'simulated/0003_simulated_calls.sql',
       'simulated/0004_simulated_build_test_pods.sql',
+      'simulated/0005_simulated_resource_lifetimes.sql',
     ]);
     expect(seen).toEqual(simulated);
     expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
@@ -206,6 +209,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
         '0002_simulated_expiry.sql',
         '0003_simulated_calls.sql',
         '0004_simulated_build_test_pods.sql',
+        '0005_simulated_resource_lifetimes.sql',
       ],
     });
     const { rows } = await handle.db.query<{ n: number }>(

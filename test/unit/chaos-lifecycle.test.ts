@@ -27,7 +27,12 @@ const quietPlan: LifecyclePlan = {
 /** Answers each request by its method and path; `inspect` is the lease every inspection shows. */
 function scriptedClient(inspect: Record<string, unknown>) {
   const calls: string[] = [];
-  const answer = (status: number, body: Record<string, unknown>): Answer => ({ status, body, api: 'api-0' });
+  const answer = (status: number, body: Record<string, unknown>): Answer => ({
+    status,
+    body,
+    api: 'api-0',
+    receivedAtMs: Date.now(),
+  });
   const client = {
     call: (method: string, path: string): Promise<Answer> => {
       calls.push(`${method} ${path}`);
@@ -93,6 +98,11 @@ describe('runLifecycle while waiting for readiness', () => {
     await runLifecycle(ctx, record);
 
     expect(record.outcome).toBe('parked, then released');
+    // The whole-run check needs the moment the client was told Released.
+    expect(record.releasedAnswer).toEqual({
+      atMs: expect.any(Number) as number,
+      what: 'POST …/release 200 (api-0)',
+    });
     expect(recorder.findings).toEqual([]);
     expect(recorder.counterObject()).toEqual({
       'lifecycles parked (lease ReconciliationRequired, authority-unavailable), then released': 1,

@@ -206,6 +206,20 @@ describe.skipIf(skipWithoutCrds)('deletion', () => {
     ).toBeDefined();
   });
 
+  it('keeps the lifetime of each object it removed: owners, mounted PVCs, when it came and went', () => {
+    const lifetime = (kind: string, name: string) =>
+      fake.objects.lifetimes().find((l) => l.kind === kind && l.name === name);
+    const claim = lifetime('SandboxClaim', 'needs-pvc');
+    const sandbox = lifetime('Sandbox', 'needs-pvc');
+    const pod = lifetime('Pod', 'needs-pvc');
+    expect(sandbox?.ownerUids).toEqual([claim?.uid]);
+    expect(pod).toMatchObject({ ownerUids: [sandbox?.uid], claimNames: ['workspace-data'] });
+    for (const l of [claim, sandbox, pod]) expect(l?.deletedAtMs).toBeGreaterThan(l?.createdAtMs ?? Infinity);
+    // Deleted in the background: the claim went first, its Pod on a later pass.
+    expect(claim?.deletedAtMs).toBeLessThanOrEqual(pod?.deletedAtMs ?? -1);
+    expect(lifetime('PersistentVolumeClaim', 'workspace-data')?.deletedAtMs).toBeNull();
+  });
+
   it('orphans dependents when asked to', async () => {
     await create('sandboxclaims', sandboxClaim('keep-sandbox', 'plain'));
     await fake.controller.settle();

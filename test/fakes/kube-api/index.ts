@@ -24,6 +24,7 @@ import type { RecordedRequest } from './types.ts';
 export type { ControllerOptions, FakeController } from './controller.ts';
 export type { FakeFaults, FaultMatch } from './faults.ts';
 export type { FakeStore } from './store.ts';
+export type { ObjectLifetime } from './lifetimes.ts';
 export type { ExecFault, ExecFaultMatch, FakeExecFaults } from './exec-faults.ts';
 export type { ExecContext, ExecHandler, ExecResult } from './exec-handlers.ts';
 export { EXEC_ANNOTATIONS, digestStdin, echoDigestHandler, preparationHandler } from './exec-handlers.ts';

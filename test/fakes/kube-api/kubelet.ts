@@ -3,6 +3,7 @@
 // and lets deleted pods linger for the configured number of passes before they disappear.
 import { createHash } from 'node:crypto';
 import { findCondition, setCondition } from './conditions.ts';
+import { claimNames } from './lifetimes.ts';
 import { POD, PVC } from './resources.ts';
 import type { ObjectStore } from './store.ts';
 import { timestamp, type Condition, type JsonObject, type KubeObject } from './types.ts';
@@ -25,14 +26,6 @@ interface ContainerStatus extends JsonObject {
 function containersOf(pod: KubeObject): Container[] {
   const containers = pod.spec?.['containers'];
   return Array.isArray(containers) ? (containers as Container[]) : [];
-}
-
-function claimNames(pod: KubeObject): string[] {
-  const volumes = pod.spec?.['volumes'];
-  if (!Array.isArray(volumes)) return [];
-  return (volumes as { persistentVolumeClaim?: { claimName?: string } }[]).flatMap((v) =>
-    v.persistentVolumeClaim?.claimName ? [v.persistentVolumeClaim.claimName] : [],
-  );
 }
 
 function imageId(image: string): string {

@@ -1,6 +1,8 @@
 // In-memory object storage with the server-side bookkeeping of etcd + the API server: one global
 // resourceVersion counter, UIDs, creation timestamps and `generation` bumped only on spec changes.
+// Every object's lifetime goes to a log that outlives the object (lifetimes.ts).
 import { randomUUID } from 'node:crypto';
+import { LifetimeLog, type ObjectLifetime } from './lifetimes.ts';
 import { labelMatcher } from './selectors.ts';
 import { apiVersionOf, resourceForKind, type ResourceType } from './resources.ts';
 import { clone, sameJson, timestamp, type KubeObject, type ObjectRef, type PlantedObject } from './types.ts';
@@ -20,6 +22,8 @@ export interface FakeStore {
   mutate(ref: ObjectRef, change: (object: KubeObject) => void): KubeObject;
   /** The latest resourceVersion handed out. */
   readonly revision: number;
+  /** When every object ever stored existed, removed ones included, oldest first. */
+  lifetimes(): ObjectLifetime[];
 }
 
 /** Everything but metadata and status: a change here bumps `generation`. */
@@ -31,10 +35,24 @@ function specOf(object: KubeObject): Record<string, unknown> {
 
 export class ObjectStore implements FakeStore {
   private readonly objects = new Map<string, KubeObject>();
+  private readonly log = new LifetimeLog();
   private counter = 1000;
 
   get revision(): number {
     return this.counter;
+  }
+
+  lifetimes(): ObjectLifetime[] {
+    return this.log.all();
+  }
+
+  /** Stores (or, with no object, removes) what `key` holds, and logs a change of UID. */
+  private set(key: string, object: KubeObject | undefined): boolean {
+    const previous = this.objects.get(key);
+    this.log.replaced(previous, object);
+    if (object === undefined) return this.objects.delete(key);
+    this.objects.set(key, object);
+    return true;
   }
 
   private key(resource: ResourceType, namespace: string | undefined, name: string): string {
@@ -78,7 +96,7 @@ export class ObjectStore implements FakeStore {
     stored.metadata.resourceVersion = this.nextVersion();
     stored.metadata.creationTimestamp = timestamp();
     stored.metadata.generation = 1;
-    this.objects.set(this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
+    this.set(this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
     return clone(stored);
   }
 
@@ -94,12 +112,12 @@ export class ObjectStore implements FakeStore {
     const specChanged = previous !== undefined && !sameJson(specOf(previous), specOf(stored));
     stored.metadata.generation = specChanged && !options.keepGeneration ? generation + 1 : generation;
     stored.metadata.resourceVersion = this.nextVersion();
-    this.objects.set(key, stored);
+    this.set(key, stored);
     return clone(stored);
   }
 
   delete(resource: ResourceType, namespace: string | undefined, name: string): boolean {
-    return this.objects.delete(this.key(resource, namespace, name));
+    return this.set(this.key(resource, namespace, name), undefined);
   }
 
   get(ref: ObjectRef): KubeObject | undefined {
@@ -122,7 +140,7 @@ export class ObjectStore implements FakeStore {
     stored.metadata.generation ??= 1;
     if (!resource.namespaced) delete stored.metadata.namespace;
     stored.metadata.resourceVersion = this.nextVersion();
-    this.objects.set(this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
+    this.set(this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
     return clone(stored);
   }
 
