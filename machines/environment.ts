@@ -55,7 +55,9 @@ const resolveEvidenced = {
   params: ({ context, event }: { context: EnvironmentContext; event: EnvironmentEvent }) =>
     u.evidencedOfLease({ context, event }).map((attemptId) => {
       const kind = context.sandbox.unresolved[attemptId]?.kind;
-      const found = event.type === 'provider.succeeded' && (event.resources ?? []).length > 0;
+      const own = context.sandbox.lease?.operationId;
+      const found =
+        event.type === 'provider.succeeded' && (event.resources ?? []).some((r) => r.operationId === own);
       const resolution = kind === 'release' ? RESOLVED.released : found ? RESOLVED.found : RESOLVED.proven;
       return { attemptId, state: 'Superseded' as const, resolution };
     }),
