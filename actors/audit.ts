@@ -8,7 +8,9 @@
 //   - journalGaps: an Environment whose journal revisions are not exactly 1..its revision;
 //   - disallowedTransitions: a journal row whose to_state is not what the machine, replayed from its
 //     initial state with the journaled input and events, reaches;
-//   - callsWithoutAttempt: a logged provider call with no attempt created before it (simulated only).
+//   - callsWithoutAttempt: a logged provider call with no attempt created before it (simulated only);
+//   - workspaceConflicts: an open cleanup record whose late resource could not hold its Workspace
+//     volume (another lease held it): two sandboxes may mount one Workspace until it is released.
 // Attempts past their deadline and cleanup claims past their expiry are legitimate (expiry proves
 // nothing about the call): they are listed as expectedUnresolved with their age, never as findings.
 // The provider is reached only through the port types: the caller (cli/audit.ts) picks it.
@@ -28,11 +30,13 @@ import {
   environmentsWithManyCurrentLeases,
   expiredCleanupClaims,
   journalsOf,
+  openWorkspaceConflicts,
   overdueUnresolvedAttempts,
   type AuditCleanup,
   type AuditEnvironment,
   type AuditLease,
   type MultipleCurrentLeases,
+  type OpenWorkspaceConflict,
 } from '../store/audit-queries.ts';
 import type { Database } from '../store/db.ts';
 import type { JournalEntry } from '../store/journal.ts';
@@ -90,6 +94,7 @@ export interface AuditFindings {
   journalGaps: JournalGap[];
   disallowedTransitions: DisallowedTransition[];
   callsWithoutAttempt: CallWithoutAttempt[];
+  workspaceConflicts: OpenWorkspaceConflict[];
 }
 
 export interface ExpectedUnresolved {
@@ -147,6 +152,7 @@ export async function runAudit(options: AuditOptions): Promise<AuditReport> {
     callsWithoutAttempt: options.callLog
       ? (await callsWithoutAttempt(db)).map((c) => ({ ...c, calledAt: new Date(c.calledAt).toISOString() }))
       : [],
+    workspaceConflicts: await openWorkspaceConflicts(db),
   };
   const counts = Object.fromEntries(
     Object.entries(findings).map(([key, list]) => [key, (list as unknown[]).length]),

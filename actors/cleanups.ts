@@ -88,6 +88,15 @@ export const cleanupViewSchema = z.object({
     .nullable(),
   receipt: z.record(z.string(), z.unknown()).nullable(),
   lastError: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** The source lease's volume was held by another lease (or missing) when this was recorded. */
+  workspaceConflict: z
+    .object({
+      volumeId: z.string(),
+      heldByLease: z.number().int().nullable(),
+      state: z.enum(['Attached', 'Available', 'Missing']),
+      detectedAt: z.string(),
+    })
+    .nullable(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -131,6 +140,7 @@ export function cleanupView(row: CleanupRow, attempt: AttemptRow | null): Cleanu
           },
     receipt: row.receipt,
     lastError: row.lastError,
+    workspaceConflict: row.workspaceConflict,
     createdAt: new Date(row.createdAt).toISOString(),
     updatedAt: new Date(row.updatedAt).toISOString(),
   };

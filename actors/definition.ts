@@ -27,14 +27,24 @@ export interface ActorDefinition<TEvent extends { type: string } = { type: strin
    * Performs the transition's `record.*` actions (derived rows: leases, attempts, attachments) and
    * prepares its `effect.*` ones (their attempt rows) inside the transition's transaction, before
    * the outbox rows. Gets them all at once, in order, so a row named twice is written once.
-   * Throwing rolls the whole transition back.
+   * Throwing rolls the whole transition back. Returns what the writer found that the process
+   * should report once the transition commits (`TransitionNote`), if anything.
    */
   applyActions?(
     tx: Queryable,
     row: EnvironmentRow,
     actions: readonly DeclaredAction[],
     event: TEvent | InitEvent,
-  ): Promise<void>;
+  ): Promise<readonly TransitionNote[] | void>;
+}
+
+/**
+ * Something a transition's writer found in the rows it wrote (a Workspace conflict), reported to
+ * commit listeners only after the commit, so a rolled-back transition reports nothing.
+ */
+export interface TransitionNote {
+  kind: string;
+  detail: Record<string, unknown>;
 }
 
 export interface DeclaredAction {

@@ -29,6 +29,7 @@ import {
   markCleanupClaimed,
   markCleanupFailed,
   markCleanupReleased,
+  markWorkspaceConflict,
 } from '../store/cleanups.ts';
 import { attachVolume, detachVolume, holdVolume } from '../store/workspaces.ts';
 import { commandReservedRecordSchema, commandStateRecordSchema } from '../machines/environment-commands.ts';
@@ -43,7 +44,8 @@ import { buildTestEvidenceSchema } from './build-test/evidence.ts';
 import { flushRecordSchema, flushReservedRecordSchema } from '../machines/environment-workspace.ts';
 import { advanceFlushedVolume, insertFlush, recordFlushDelivery } from '../store/workspace-flushes.ts';
 import type { EnvironmentContext } from '../machines/environment-context.ts';
-import type { DeclaredAction, InitEvent } from './definition.ts';
+import type { DeclaredAction, InitEvent, TransitionNote } from './definition.ts';
+import { WORKSPACE_CONFLICT_NOTE } from './workspace-conflicts.ts';
 import { resumeSourceOf } from './resume/requests.ts';
 import { retireWorkspace } from './workspace-retirement.ts';
 import { WorkspaceConflictError, WorkspaceFlushConflictError } from './errors.ts';
@@ -53,7 +55,7 @@ export async function applyEnvironmentActions(
   row: EnvironmentRow,
   actions: readonly DeclaredAction[],
   event: EnvironmentEvent | InitEvent,
-): Promise<void> {
+): Promise<TransitionNote[]> {
   let reservation: LeaseReservation | null = null;
   const records = new Map<number, LeaseRecord>();
   const resolutions = [];
@@ -110,36 +112,52 @@ export async function applyEnvironmentActions(
   for (const r of resolutions) {
     await resolveAttempt(tx, r.attemptId, { state: r.state, resolution: r.resolution });
   }
-  for (const action of cleanups) await recordCleanup(tx, row, action);
+  const notes: TransitionNote[] = [];
+  for (const action of cleanups) notes.push(...(await recordCleanup(tx, row, action)));
   for (const action of commands) await recordCommand(tx, row, action, event);
   for (const action of flushes) await recordFlush(tx, row, action);
   for (const effect of effects) await openAttempt(tx, row, effect);
+  return notes;
 }
 
-/** The cleanup region's rows, in the order the transition declared them. */
-async function recordCleanup(tx: Queryable, row: EnvironmentRow, action: DeclaredAction) {
+/**
+ * The cleanup region's rows, in the order the transition declared them. A late resource whose volume
+ * another lease holds is a Workspace conflict: kept on its row and returned as a note, never skipped.
+ */
+async function recordCleanup(
+  tx: Queryable,
+  row: EnvironmentRow,
+  action: DeclaredAction,
+): Promise<TransitionNote[]> {
   const revision = row.revision;
   switch (action.type) {
-    case 'record.cleanup':
+    case 'record.cleanup': {
+      const notes: TransitionNote[] = [];
       for (const c of cleanupRecordSchema.array().parse(action.params)) {
         await insertCleanup(tx, { ...c, environmentId: row.environmentId, revision });
-        if (c.holdWorkspace) {
-          await holdVolume(tx, {
-            volumeId: c.source.workspace.volumeId,
-            environmentId: row.environmentId,
-            lease: c.source.resourceGeneration,
-          });
-        }
+        if (!c.holdWorkspace) continue;
+        const conflict = await holdVolume(tx, {
+          volumeId: c.source.workspace.volumeId,
+          environmentId: row.environmentId,
+          lease: c.source.resourceGeneration,
+        });
+        if (conflict === null) continue;
+        await markWorkspaceConflict(tx, c.cleanupId, conflict);
+        notes.push({
+          kind: WORKSPACE_CONFLICT_NOTE,
+          detail: { ...conflict, cleanupId: c.cleanupId, resourceId: c.resource.resourceId },
+        });
       }
-      return;
+      return notes;
+    }
     case 'record.sweepOpened': {
       const { resourceGeneration, sweep } = sweepOpenedRecordSchema.parse(action.params);
       await markSweepOpened(tx, row.environmentId, resourceGeneration, sweep);
-      return;
+      return [];
     }
     case 'record.cleanupClaimed':
       await markCleanupClaimed(tx, { ...cleanupClaimRecordSchema.parse(action.params), revision });
-      return;
+      return [];
     case 'record.cleanupReleased': {
       const c = cleanupReleasedRecordSchema.parse(action.params);
       await markCleanupReleased(tx, { ...c, revision });
@@ -147,12 +165,13 @@ async function recordCleanup(tx: Queryable, row: EnvironmentRow, action: Declare
       // current lifecycle fences match (the machine leaves detachWorkspace null otherwise).
       if (c.detachWorkspace !== null)
         await detachVolume(tx, c.detachWorkspace.volumeId, c.detachWorkspace.lease);
-      return;
+      return [];
     }
     case 'record.cleanupFailed':
       await markCleanupFailed(tx, { ...cleanupFailedRecordSchema.parse(action.params), revision });
-      return;
+      return [];
   }
+  return [];
 }
 
 async function reserveLease(

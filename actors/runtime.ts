@@ -15,7 +15,7 @@ import {
 } from '../store/environments.ts';
 import { appendJournal } from '../store/journal.ts';
 import { appendOutbox, type OutboxRow } from '../store/outbox.ts';
-import type { ActorDefinition, InitEvent } from './definition.ts';
+import type { ActorDefinition, InitEvent, TransitionNote } from './definition.ts';
 import {
   EnvironmentNotFoundError,
   RevisionConflictError,
@@ -60,6 +60,8 @@ export type SendOutcome =
       effects: OutboxRow[];
       /** The state value before the transition. */
       fromState: unknown;
+      /** What the writer found (`ActorDefinition.applyActions`), for the commit listeners. */
+      notes: readonly TransitionNote[];
     }
   /** The machine ignored the event in its current state; nothing was written. */
   | { accepted: false; row: EnvironmentRow; snapshot: AnyMachineSnapshot };
@@ -103,6 +105,7 @@ export type CommitNotice = {
       toState: unknown;
       /** The persisted snapshot of the new revision. */
       snapshot: unknown;
+      notes: readonly TransitionNote[];
     }
   | { outcome: 'ignored'; revision: number }
   | { outcome: 'rejected'; error: string }
@@ -200,6 +203,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
           fromState: null,
           toState: (outcome.row.snapshot as { value?: unknown } | null)?.value ?? null,
           snapshot: outcome.row.snapshot,
+          notes: [],
         });
       }
       return outcome;
@@ -278,6 +282,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
                 fromState: sent.fromState,
                 toState: sent.snapshot.value,
                 snapshot: sent.row.snapshot,
+                notes: sent.notes,
               }
             : { ...notice, event, durationMs, outcome: 'ignored', revision: sent.row.revision },
         );
@@ -313,7 +318,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
     const revision = row.revision + 1;
     // The derived rows go first, written for the revision the CAS below will produce: if it fails,
     // the transaction rolls back with them.
-    const planned = await this.#applyActions(
+    const { effects: planned, notes } = await this.#applyActions(
       tx,
       { ...row, ...projection, snapshot, machineVersion: this.#definition.version, revision },
       actions,
@@ -346,6 +351,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
       snapshot: next,
       effects: committed.effects,
       fromState: restored.snapshot.value,
+      notes,
     };
   }
 
@@ -358,19 +364,20 @@ export class ActorRuntime<TEvent extends { type: string }> {
     row: EnvironmentRow,
     actions: readonly { type: string; params?: unknown }[],
     event: TEvent | InitEvent,
-  ): Promise<NewEffect[]> {
+  ): Promise<{ effects: NewEffect[]; notes: readonly TransitionNote[] }> {
     const declared = actions
       .filter((a) => a.type.startsWith('effect.') || a.type.startsWith('record.'))
       .map((a) => ({ type: a.type, params: a.params ?? null }));
-    if (declared.length === 0) return [];
-    await this.#definition.applyActions?.(tx, row, declared, event);
-    return declared
+    if (declared.length === 0) return { effects: [], notes: [] };
+    const notes = (await this.#definition.applyActions?.(tx, row, declared, event)) ?? [];
+    const effects = declared
       .filter((action) => action.type.startsWith('effect.'))
       .map((action) => ({
         kind: action.type.slice('effect.'.length),
         payload: action.params,
         attemptId: attemptIdOf(action.params),
       }));
+    return { effects, notes };
   }
 
   /** The initial transition's declared actions and outbox rows (create: a statement each). */
@@ -381,7 +388,8 @@ export class ActorRuntime<TEvent extends { type: string }> {
     event: TEvent | InitEvent,
   ): Promise<OutboxRow[]> {
     const effects: OutboxRow[] = [];
-    for (const effect of await this.#applyActions(tx, row, actions, event)) {
+    // The initial transition records no late resource, so it has no notes to report.
+    for (const effect of (await this.#applyActions(tx, row, actions, event)).effects) {
       effects.push(
         await appendOutbox(tx, { environmentId: row.environmentId, revision: row.revision, ...effect }),
       );

@@ -9,6 +9,7 @@ import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
 import { readCurrentLease, readLatestLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
 import { readLatestVerifiedFlushOfLease } from '../store/workspace-flushes.ts';
 import { readVolume } from '../store/workspaces.ts';
+import { readOpenWorkspaceConflicts } from '../store/cleanups.ts';
 import { ActorError, LeaseNotFoundError } from './errors.ts';
 import { Guard } from './guard.ts';
 import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
@@ -208,7 +209,9 @@ export class SandboxInspection {
     const host = askHost ? await this.#askHost(observed, timeoutMs) : null;
     const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
     const last = await readLeaseByOperation(db, first.operationId);
-    const volume = await readVolume(db, (request?.workspace ?? first.workspace).volumeId);
+    const volumeId = (request?.workspace ?? first.workspace).volumeId;
+    const volume = await readVolume(db, volumeId);
+    const workspaceConflicts = await readOpenWorkspaceConflicts(db, env.environmentId, volumeId);
     const flushed = await readLatestVerifiedFlushOfLease(db, first.operationId);
     const conditions = readinessConditions({
       first: observed ?? first,
@@ -220,6 +223,7 @@ export class SandboxInspection {
       network: { requested: networkPolicyGeneration, verified },
       volume,
       flushedTo: flushed === null ? null : flushed.dataGeneration + 1,
+      workspaceConflicts,
     });
     const ready = conditions.every((c) => c.status === 'True');
     // `configured` is the AgentHost's handshake, or (a provider without one) its own describe's.

@@ -140,6 +140,8 @@ export interface ReadinessEvidence {
    * null: the lease has none). Such a lease is suspending: it takes no new work.
    */
   flushedTo?: number | null;
+  /** Open late-resource cleanups of the Environment whose Workspace conflict names this volume. */
+  workspaceConflicts?: readonly { cleanupId: string; resourceId: string; sourceLease: number }[];
 }
 
 type Status = ReadinessCondition['status'];
@@ -187,10 +189,25 @@ export function readinessConditions(evidence: ReadinessEvidence): ReadinessCondi
     applies.networkPolicy
       ? networkVerified(evidence, request, condition)
       : notApplicable('NetworkPolicyVerified', 'networkPolicy', 'runs no Pod network for a policy to select'),
-    applies.workspaceStorage
-      ? workspaceAttached(evidence, request, condition)
-      : notApplicable('WorkspaceAttached', 'workspaceStorage', 'attaches no Workspace volume'),
+    // A conflict is Sandlot's own attachment record, so it shows whatever the provider can attach.
+    workspaceConflict(evidence, condition) ??
+      (applies.workspaceStorage
+        ? workspaceAttached(evidence, request, condition)
+        : notApplicable('WorkspaceAttached', 'workspaceStorage', 'attaches no Workspace volume')),
   ];
+}
+
+/** A late resource of an earlier lease may still mount this lease's volume: until it is released. */
+function workspaceConflict(evidence: ReadinessEvidence, make: Make): ReadinessCondition | null {
+  const [conflict, ...more] = evidence.workspaceConflicts ?? [];
+  if (conflict === undefined) return null;
+  const others = more.length === 0 ? '' : ` (and ${more.length} more)`;
+  return make(
+    'WorkspaceAttached',
+    'False',
+    'WorkspaceConflict',
+    `late resource ${conflict.resourceId} of lease ${conflict.sourceLease} (cleanup ${conflict.cleanupId})${others} may still mount Workspace volume ${evidence.volume?.volumeId ?? ''}: it is released first`,
+  );
 }
 
 type Make = (

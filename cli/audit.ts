@@ -23,6 +23,7 @@ const findingTitles: Record<keyof AuditReport['findings'], string> = {
   journalGaps: 'Journal gaps (revisions not contiguous from 1)',
   disallowedTransitions: 'Journal transitions the machine would not make',
   callsWithoutAttempt: 'Provider calls with no attempt written before them',
+  workspaceConflicts: 'Late resources whose Workspace volume another lease holds',
 };
 
 /** Each finding on one line, IDs first. */
@@ -58,6 +59,12 @@ function findingLines(report: AuditReport, key: keyof AuditReport['findings']): 
       return f.callsWithoutAttempt.map(
         (c) =>
           `call ${c.callId}  ${c.operation}  op ${c.operationId ?? '-'}  fence ${c.providerFence ?? '-'}  at ${c.calledAt}`,
+      );
+    case 'workspaceConflicts':
+      return f.workspaceConflicts.map(
+        (w) =>
+          `${w.resourceId}  env ${w.environmentId}  cleanup ${w.cleanupId} ${w.state}  lease ${w.sourceLease}` +
+          `  volume ${w.volumeId} held by lease ${w.heldByLease ?? '-'}`,
       );
   }
 }

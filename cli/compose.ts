@@ -51,6 +51,7 @@ import { attemptRunner } from '../workers/effect-processor.ts';
 import { runnerDeps, startWorkers, type WorkerHost } from '../workers/host.ts';
 import { InProcessEffectQueue } from '../workers/in-process-effect-queue.ts';
 import { countCommits, stateSources } from '../workers/metrics-sources.ts';
+import { reportWorkspaceConflicts } from '../actors/workspace-conflicts.ts';
 import { inProcessJobCounts, inspectQueues, type QueueInspection } from '../workers/queue-inspection.ts';
 import type { Database } from '../store/db.ts';
 import { GrantsAuthority } from '../store/grants.ts';
@@ -183,6 +184,9 @@ export async function composeSandlot(
     const ports = portsFor(config, db);
     const runtime = createEnvironmentRuntime(db);
     if (metrics !== undefined) runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
+    runtime.onCommitted(
+      reportWorkspaceConflicts(logger, metrics && (() => metrics.workspaceConflicts.inc())),
+    );
     const { networkPolicies, networkPolicyWriter, workspaceStorage } = chosen;
     const runtimeCore = runtimeCoreFor(config, db);
     const runtimeEvents = runtimeEventsFor(config, db);

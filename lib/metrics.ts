@@ -35,6 +35,7 @@ export interface SandlotMetrics {
   reconcilerPasses: Counter;
   reconcilerActions: Counter<'action'>;
   observerRetired: Counter;
+  workspaceConflicts: Counter;
   /** Reads the state gauges from these from now on (the composition root calls it once). */
   readStateFrom(sources: StateSources): void;
 }
@@ -154,6 +155,11 @@ export function createMetrics(options: MetricsOptions = {}): SandlotMetrics {
     observerRetired: new Counter({
       name: `${METRIC_PREFIX}observer_retired_total`,
       help: 'Sandboxes the observer found finished and retired',
+      registers,
+    }),
+    workspaceConflicts: new Counter({
+      name: `${METRIC_PREFIX}workspace_conflicts_total`,
+      help: 'Late resources recorded while their Workspace volume was held by another lease (released first)',
       registers,
     }),
     readStateFrom(next) {

@@ -177,3 +177,26 @@ export async function expiredCleanupClaims(q: Queryable, now: Date): Promise<Exp
   );
   return rows;
 }
+
+export interface OpenWorkspaceConflict {
+  cleanupId: string;
+  environmentId: string;
+  resourceId: string;
+  state: string;
+  sourceLease: number;
+  volumeId: string;
+  heldByLease: number | null;
+}
+
+/** Open cleanup records whose late resource could not hold its Workspace volume (migration 0027). */
+export async function openWorkspaceConflicts(q: Queryable): Promise<OpenWorkspaceConflict[]> {
+  const { rows } = await q.query<OpenWorkspaceConflict>(
+    `SELECT cleanup_id AS "cleanupId", environment_id AS "environmentId", resource_id AS "resourceId", state,
+            source_resource_generation AS "sourceLease", workspace_conflict->>'volumeId' AS "volumeId",
+            (workspace_conflict->>'heldByLease')::int AS "heldByLease"
+       FROM late_resource_cleanups
+      WHERE state IN ('Pending', 'Claimed') AND workspace_conflict IS NOT NULL
+      ORDER BY created_at, cleanup_id`,
+  );
+  return rows;
+}

@@ -2,8 +2,14 @@
 // in its transitions' transactions, read by the reconciler (what to claim) and the read route.
 import type { CleanupSource } from '../machines/environment-context.ts';
 import type { Queryable } from './db.ts';
+import type { VolumeHoldConflict } from './workspaces.ts';
 
 export type CleanupState = 'Pending' | 'Claimed' | 'Released';
+
+/** The source lease's volume could not be held when the late resource was recorded (migration 0027). */
+export interface WorkspaceConflict extends VolumeHoldConflict {
+  detectedAt: string;
+}
 
 export interface CleanupRow {
   cleanupId: string;
@@ -27,6 +33,7 @@ export interface CleanupRow {
   authorizingFence: { lifecycleGeneration: number; providerFence: number } | null;
   receipt: Record<string, unknown> | null;
   lastError: { code: string; message: string } | null;
+  workspaceConflict: WorkspaceConflict | null;
   revision: number;
   createdAt: Date;
   updatedAt: Date;
@@ -39,7 +46,7 @@ const columns = `cleanup_id AS "cleanupId", environment_id AS "environmentId", r
   owner_hash AS "ownerHash", provider_options AS "providerOptions", workspace, state,
   claim_token AS "claimToken", claimed_at AS "claimedAt", claim_expires_at AS "claimExpiresAt",
   release_attempt_id AS "releaseAttemptId", authorizing_fence AS "authorizingFence", receipt,
-  last_error AS "lastError", revision::int AS revision, created_at AS "createdAt", updated_at AS "updatedAt"`;
+  last_error AS "lastError", workspace_conflict AS "workspaceConflict", revision::int AS revision, created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export interface NewCleanup {
   cleanupId: string;
@@ -76,6 +83,19 @@ export async function insertCleanup(tx: Queryable, c: NewCleanup): Promise<void>
   );
 }
 
+export async function markWorkspaceConflict(
+  tx: Queryable,
+  cleanupId: string,
+  conflict: VolumeHoldConflict,
+): Promise<void> {
+  await tx.query(
+    `UPDATE late_resource_cleanups
+        SET workspace_conflict = $2::jsonb || jsonb_build_object('detectedAt', now())
+      WHERE cleanup_id = $1`,
+    [cleanupId, JSON.stringify(conflict)],
+  );
+}
+
 export async function readCleanup(q: Queryable, cleanupId: string): Promise<CleanupRow | null> {
   const { rows } = await q.query<CleanupRow>(
     `SELECT ${columns} FROM late_resource_cleanups WHERE cleanup_id = $1`,
@@ -88,6 +108,22 @@ export async function readCleanupsOf(q: Queryable, environmentId: string): Promi
   const { rows } = await q.query<CleanupRow>(
     `SELECT ${columns} FROM late_resource_cleanups WHERE environment_id = $1 ORDER BY created_at, cleanup_id`,
     [environmentId],
+  );
+  return rows;
+}
+
+/** Open (Pending or Claimed) cleanups of the Environment whose Workspace conflict names the volume. */
+export async function readOpenWorkspaceConflicts(
+  q: Queryable,
+  environmentId: string,
+  volumeId: string,
+): Promise<{ cleanupId: string; resourceId: string; sourceLease: number }[]> {
+  const { rows } = await q.query<{ cleanupId: string; resourceId: string; sourceLease: number }>(
+    `SELECT cleanup_id AS "cleanupId", resource_id AS "resourceId", source_resource_generation AS "sourceLease"
+       FROM late_resource_cleanups
+      WHERE environment_id = $1 AND state IN ('Pending', 'Claimed') AND workspace_conflict->>'volumeId' = $2
+      ORDER BY created_at, cleanup_id`,
+    [environmentId, volumeId],
   );
   return rows;
 }
@@ -148,7 +184,10 @@ export async function markCleanupFailed(
   );
 }
 
-/** Items a reconciler may claim now: Pending, or Claimed by a claim that has expired. */
+/**
+ * Items a reconciler may claim now: Pending, or Claimed by a claim that has expired. A Workspace
+ * conflict comes first: its late resource may be mounting a newer lease's volume.
+ */
 export async function claimableCleanups(
   q: Queryable,
   now: Date,
@@ -159,7 +198,7 @@ export async function claimableCleanups(
     `SELECT cleanup_id AS "cleanupId", environment_id AS "environmentId" FROM late_resource_cleanups
       WHERE (state = 'Pending' OR (state = 'Claimed' AND claim_expires_at <= $1))
         AND ($3::text IS NULL OR environment_id = $3)
-      ORDER BY claim_expires_at NULLS FIRST, created_at LIMIT $2`,
+      ORDER BY workspace_conflict IS NULL, claim_expires_at NULLS FIRST, created_at LIMIT $2`,
     [now, limit, environmentId ?? null],
   );
   return rows;

@@ -86,18 +86,32 @@ export async function detachVolume(tx: Queryable, volumeId: string, lease: numbe
   return rowCount === 1;
 }
 
+/** Why a late resource could not hold its volume: the volume's state then (migration 0027). */
+export interface VolumeHoldConflict {
+  volumeId: string;
+  heldByLease: number | null;
+  state: 'Attached' | 'Available' | 'Missing';
+}
+
 /**
  * A late resource of an earlier lease still mounts this volume: keep it Attached to that lease until
- * the resource's release receipt is durable (only an Available volume of this Environment).
+ * the resource's release receipt is durable (only an Available volume of this Environment). Returns
+ * null when the lease holds it now, else the conflict: another lease holds it, or it is not ours.
  */
 export async function holdVolume(
   tx: Queryable,
   binding: { volumeId: string; environmentId: string; lease: number },
-): Promise<boolean> {
+): Promise<VolumeHoldConflict | null> {
   const { rowCount } = await tx.query(
     `UPDATE workspace_volumes SET state = 'Attached', attached_lease = $3, revision = revision + 1, updated_at = now()
       WHERE volume_id = $1 AND environment_id = $2 AND state = 'Available'`,
     [binding.volumeId, binding.environmentId, binding.lease],
   );
-  return rowCount === 1;
+  if (rowCount === 1) return null;
+  const volume = await readVolume(tx, binding.volumeId);
+  if (volume === null || volume.environmentId !== binding.environmentId) {
+    return { volumeId: binding.volumeId, heldByLease: null, state: 'Missing' };
+  }
+  if (volume.state === 'Attached' && volume.attachedLease === binding.lease) return null;
+  return { volumeId: binding.volumeId, heldByLease: volume.attachedLease, state: volume.state };
 }
