@@ -57,6 +57,7 @@ describe('sandlot audit', () => {
       journalGaps: [],
       disallowedTransitions: [],
       callsWithoutAttempt: [],
+      workspaceConflicts: [],
     });
     expect(report.total).toBe(0);
     expect(report).toMatchObject({ inventory: 'inventory', callLogChecked: true, provider: 'simulated' });

@@ -5,11 +5,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { beginAttempt, completeAttempt } from '../../actors/attempts.ts';
 import { claimTtlMs } from '../../actors/cleanups.ts';
+import { runAudit } from '../../actors/audit.ts';
+import { reportWorkspaceConflicts } from '../../actors/workspace-conflicts.ts';
 import { createLogger } from '../../lib/logger.ts';
+import { createMetrics } from '../../lib/metrics.ts';
 import type { OwnerBinding, SandboxProvider } from '../../providers/provider.ts';
 import { SimulatedProvider } from '../../providers/simulated/simulated-provider.ts';
 import { readAttemptsOfOperation } from '../../store/attempts.ts';
-import { readCleanupsOf } from '../../store/cleanups.ts';
+import { claimableCleanups, insertCleanup, readCleanupsOf } from '../../store/cleanups.ts';
 import { sweepsDue, sweepsDueStatement } from '../../store/leases.ts';
 import { readVolume } from '../../store/workspaces.ts';
 import { runAttempt, summaryOf } from '../../workers/effect-processor.ts';
@@ -45,6 +48,7 @@ interface CleanupBody {
   claim: { attemptId: string | null } | null;
   attempt: { attemptId: string; state: string } | null;
   receipt: Record<string, unknown> | null;
+  workspaceConflict: { volumeId: string; heldByLease: number | null; state: string } | null;
 }
 
 describe('late resources', () => {
@@ -113,12 +117,18 @@ describe('late resources', () => {
   /** A terminal lease whose provision's worker answers late with a resource the lease does not hold. */
   async function recordedLateResource() {
     const { operationId, provision } = await terminalLease();
+    const late = await answerLate(operationId, provision.attemptId);
+    return { operationId, provision, late };
+  }
+
+  /** The lease's create lands late, and its provision's worker answers with it. */
+  async function answerLate(operationId: string, attemptId: string) {
     const late = await landLateCreate(operationId, await ownerOfLease(operationId));
-    await completeAttempt({ ...deps(), actor: 'worker:late' }, provision.attemptId, {
+    await completeAttempt({ ...deps(), actor: 'worker:late' }, attemptId, {
       state: 'Succeeded',
       resource: summaryOf(late),
     });
-    return { operationId, provision, late };
+    return late;
   }
 
   /** A resource of the lease's owner and fence that lands after the lease is terminal. */
@@ -219,6 +229,111 @@ describe('late resources', () => {
     });
     expect(done.status).toBe(200);
     expect(await json(done)).toMatchObject({ state: 'Released' });
+  });
+
+  it('a late resource whose Workspace a newer lease holds is a surfaced conflict, claimed first and released', async () => {
+    const metrics = createMetrics({ defaults: false });
+    const lines: string[] = [];
+    const warnings = createLogger({ level: 'warn', destination: { write: (line) => lines.push(line) } });
+    h.runtime.onCommitted(reportWorkspaceConflicts(warnings, () => metrics.workspaceConflicts.inc()));
+    const conflictsCounted = async () =>
+      (await metrics.registry.getSingleMetric('sandlot_workspace_conflicts_total')?.get())?.values[0]?.value;
+    const workspaceAttached = async () => {
+      const res = await h.request('GET', `${s.base}/sandbox`, { token: s.token });
+      const body = await json<{
+        conditions: { type: string; status: string; reason: string; message: string }[];
+      }>(res);
+      return body.conditions.find((c) => c.type === 'WorkspaceAttached');
+    };
+
+    // Lease 1 ends; lease 2 is Active on the same volume. Then lease 1's create answers late (forced:
+    // a provider whose in-flight proof was wrong), so its resource may mount lease 2's Workspace.
+    const { operationId, provision } = await terminalLease();
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 600_000,
+    });
+    await h.request('POST', `${s.base}/sandbox/provision`, {
+      token: s.token,
+      body: provisionBody(s, 'prov-2'),
+    });
+    await waitForLease(h, s, (l) => l['state'] === 'Active' && l['resourceGeneration'] === 2);
+    const late = await answerLate(operationId, provision.attemptId);
+
+    // Kept on the row and shown by the read; the volume stays with lease 2; logged and counted.
+    const [record] = await cleanups();
+    expect(record).toMatchObject({
+      state: 'Pending',
+      resourceId: late.resourceId,
+      workspaceConflict: { volumeId: s.volume.volumeId, heldByLease: 2, state: 'Attached' },
+    });
+    expect(await readVolume(h.db, s.volume.volumeId)).toMatchObject({ state: 'Attached', attachedLease: 2 });
+    expect(await conflictsCounted()).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({
+      level: 40,
+      cleanupId: record?.cleanupId,
+      volumeId: s.volume.volumeId,
+      heldByLease: 2,
+    });
+
+    // The inspection of lease 2 names the late resource; the audit reports it.
+    expect(await workspaceAttached()).toMatchObject({ status: 'False', reason: 'WorkspaceConflict' });
+    expect((await workspaceAttached())?.message).toContain(late.resourceId);
+    const report = await runAudit({ db: h.db, provider: h.provider, callLog: true });
+    expect(report.findings.workspaceConflicts).toEqual([
+      expect.objectContaining({ cleanupId: record?.cleanupId, sourceLease: 1, heldByLease: 2 }),
+    ]);
+
+    // Claimed before an older item without a conflict (inserted and rolled back to keep the Environment as is).
+    const first = await h.db
+      .transaction(async (tx) => {
+        const [row] = await readCleanupsOf(tx, s.environmentId);
+        if (row === undefined) throw new Error('no cleanup row');
+        await insertCleanup(tx, {
+          cleanupId: 'older-without-conflict',
+          environmentId: s.environmentId,
+          foundBy: 'owner-listing',
+          sourceAttemptId: null,
+          source: {
+            operationId: 'op-older',
+            lifecycleGeneration: row.sourceLifecycleGeneration,
+            resourceGeneration: row.sourceResourceGeneration,
+            providerFence: row.sourceProviderFence,
+            ownerHash: row.ownerHash,
+            providerOptions: row.providerOptions,
+            workspace: provisionBody(s).workspace,
+          },
+          resource: { resourceId: 'res-older', operationId: 'op-older', phase: 'Running', placement: {} },
+          revision: 1,
+        });
+        await tx.query(
+          `UPDATE late_resource_cleanups SET created_at = now() - interval '1 hour' WHERE cleanup_id = $1`,
+          ['older-without-conflict'],
+        );
+        const claimable = await claimableCleanups(tx, new Date(), 10);
+        throw Object.assign(new Error('roll back'), { claimable });
+      })
+      .catch((e: { claimable: { cleanupId: string }[] }) => e.claimable.map((c) => c.cleanupId));
+    expect(first).toEqual([record?.cleanupId, 'older-without-conflict']);
+
+    // The reconciler releases it; then no conflict shows but on the released row's history.
+    await workers.close();
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 100,
+    });
+    await eventually('the conflicted cleanup to be released', async () => {
+      const [c] = await cleanups();
+      return c?.state === 'Released' ? c : undefined;
+    });
+    expect(await h.provider.countResources({ operationId: `${operationId}.late` })).toBe(0);
+    expect(await readVolume(h.db, s.volume.volumeId)).toMatchObject({ state: 'Attached', attachedLease: 2 });
+    expect(await workspaceAttached()).toMatchObject({ status: 'True' });
+    expect(
+      (await runAudit({ db: h.db, provider: h.provider, callLog: true })).findings.workspaceConflicts,
+    ).toEqual([]);
+    expect(await conflictsCounted()).toBe(1);
   });
 
   it('a duplicate of a recorded late result records nothing more', async () => {
