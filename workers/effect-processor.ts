@@ -155,10 +155,15 @@ async function call(
       // so a resource created by a response we never saw is released too. What the lookup did not
       // find settles an uncertain provision only with the provider's proof that it is over.
       const listedAt = new Date();
-      // Everything under the lease's owner hash and provider fence: a stray of another operation
-      // under this fence is this lease's too, and the Environment is not Released while it lives.
       const listed = await provider.listOwned(
-        { owner: { ownerHash: owner.ownerHash, providerFence: owner.providerFence }, options: snapshot },
+        {
+          owner: {
+            ownerHash: owner.ownerHash,
+            providerFence: owner.providerFence,
+            operationId: owner.operationId,
+          },
+          options: snapshot,
+        },
         options,
       );
       const ids = new Set(listed.map((r) => r.resourceId));
