@@ -26,6 +26,7 @@ import { readCleanup, readOwnerFence } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import { countSweepListed, readCurrentLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
+import { readReleaseRequester } from '../store/journal.ts';
 import { acknowledgeAttemptOutbox } from '../store/outbox-relay-queries.ts';
 import { ForbiddenError, RunSelectionMissingError } from './errors.ts';
 import { Guard } from './guard.ts';
@@ -437,17 +438,33 @@ export function completeAttempt(
       const terminal = lease === null || !isCurrentLeaseState(lease.state);
       if (settled || terminal)
         return { event: await lateResult(tx, attempt, outcome, lease), value: !settled };
-      // A success that could make the lease dispatchable: under the provisioner's fresh authority.
-      const mayActivate =
+      // A success that moves the lease (to Active, Released, or back to work) is committed under
+      // fresh authority: a provision or listing's under the provisioner's, a release's under the
+      // caller that asked for it (a lifecycle release: the provisioner's).
+      const moves =
         outcome.state === 'Succeeded' &&
-        (attempt.kind === 'provision' || attempt.kind === 'listOwned') &&
-        (lease.state === 'Provisioning' || lease.state === 'ReconciliationRequired');
-      if (mayActivate) authorityLapse = await authorityLapseOf(deps, tx, row, lease);
+        (((attempt.kind === 'provision' || attempt.kind === 'listOwned') &&
+          (lease.state === 'Provisioning' || lease.state === 'ReconciliationRequired')) ||
+          (attempt.kind === 'release' &&
+            (lease.state === 'Releasing' || lease.state === 'ReconciliationRequired')));
+      if (moves) {
+        const subject =
+          attempt.kind === 'release'
+            ? ((await readReleaseRequester(tx, attempt.environmentId, lease.createdAt)) ?? lease.requestedBy)
+            : lease.requestedBy;
+        authorityLapse = await authorityLapseOf(deps, tx, row, subject);
+      }
     }
     await recordOutcome(tx, attempt, outcome);
     if (attempt.kind === 'describe') {
       const lease = await readCurrentLease(tx, attempt.environmentId);
-      return { event: observedEvent(attempt, lease, outcome), value: true };
+      const observed = observedEvent(attempt, lease, outcome);
+      // An observation that changes an Active lease (its phase, its placement) is committed under
+      // the provisioner's fresh authority; one that retires the lease (finished, lost) needs none.
+      if (observed?.type !== 'sandbox.observed' || observed.finished !== null || lease?.state !== 'Active')
+        return { event: observed, value: true };
+      const lapse = await authorityLapseOf(deps, tx, row, lease.requestedBy);
+      return { event: lapse === undefined ? observed : { ...observed, authorityLapse: lapse }, value: true };
     }
     const kind = attempt.kind;
     const event: EnvironmentEvent =
@@ -474,17 +491,17 @@ export function completeAttempt(
 }
 
 /**
- * Does the subject that provisioned the lease still hold its permissions, and the run its pinned
- * selection, now (inside the transaction that commits the result)? What lapsed, or undefined. An
- * authority that cannot answer counts as lapsed here: the result is kept, the lease is only parked.
+ * Does `subject` (who provisioned or released the lease) still hold its permissions, and the run its
+ * pinned selection, now (inside the transaction that commits the result)? What lapsed, or
+ * undefined. An authority that cannot answer counts as lapsed here: the result is kept, the lease
+ * is only parked. A lease from before subjects were recorded has none to ask.
  */
 async function authorityLapseOf(
   deps: AttemptDeps,
   tx: Queryable,
   row: EnvironmentRow,
-  lease: LeaseRow,
+  subject: string | null,
 ): Promise<{ code: AuthorityLapseCode; message: string } | undefined> {
-  const subject = lease.requestedBy;
   if (subject === null) return undefined;
   const guard = new Guard(deps, { tenantId: row.tenantId, subject }, row.projectId, [
     'WriteProjects',

@@ -67,6 +67,16 @@ export class Guard {
     return selection;
   }
 
+  /**
+   * The closing check of a read that ends with no commit: authority again, and the run's selection
+   * still the one the Environment pinned (409 run-selection-changed otherwise).
+   */
+  async closing(runId: string, runSelectionHash: string): Promise<void> {
+    await this.check();
+    const selection = await this.selection(runId);
+    if (selection.selectionHash !== runSelectionHash) throw new RunSelectionChangedError(runId);
+  }
+
   /** Inside the transaction, before commit: authority again, and the selection the row pinned. */
   commit(runId: string): CommitContext {
     return {

@@ -229,7 +229,8 @@ export class SandboxInspection {
     // `configured` is the AgentHost's handshake, or (a provider without one) its own describe's.
     const hostCondition = conditions.find((c) => c.type === 'HostConfigured');
     const configured = hostCondition?.status === 'True' && hostCondition.reason === 'Configured';
-    await guard.check();
+    // The closing check: authority and the pinned selection, after every read and wait above.
+    await guard.closing(address.runId, env.runSelectionHash);
     return {
       lease: leaseView(last ?? observed ?? first),
       environmentRevision: revision,

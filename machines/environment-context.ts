@@ -25,8 +25,8 @@ export const isCurrentLeaseState = (state: string): boolean =>
   (currentLeaseStates as readonly string[]).includes(state);
 
 /**
- * Why a lease is parked (its `failure.code` while `authorityLapse` is set): the provisioning
- * subject's authority or the run's pinned selection did not hold when a result was committed.
+ * Why a lease is parked (its `failure.code` while `authorityLapse` is set): the authority a result
+ * was committed under or the run's pinned selection did not hold when it was committed.
  */
 export const authorityLapseCodes = [
   'authority-lapsed',
@@ -60,8 +60,9 @@ export interface LeaseContext {
   reconcileAttemptId: string | null;
   failure: { code: string; message: string } | null;
   /**
-   * A result arrived after the provisioning subject's authority (or the run's selection) lapsed:
-   * the lease waits in ReconciliationRequired, never dispatchable, until a caller with current
+   * A result (a provision, listing or release result, or an observation of the Active lease)
+   * arrived after the authority it is committed under (or the run's selection) lapsed: the lease
+   * waits in ReconciliationRequired, never dispatchable nor Released, until a caller with current
    * authority releases it. Reconciliation does not revive it.
    */
   authorityLapse: { code: string; message: string } | null;

@@ -169,6 +169,11 @@ export const observedEventSchema = z.strictObject({
    * provision read back a pending Pod still learns where its AgentHost answers.
    */
   placement: z.record(z.string(), z.string()).optional(),
+  /**
+   * Set when the provisioner's fresh authority or the run's pinned selection no longer held as this
+   * observation was committed: it is recorded, but the lease is parked (as a provision result is).
+   */
+  authorityLapse: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 
 /**
@@ -216,8 +221,9 @@ export const succeededEventSchema = z.strictObject({
    */
   settledCalls: z.array(z.string()).optional(),
   /**
-   * Set when the provisioning subject's fresh authority or the run's pinned selection no longer
-   * held as this result was committed: the result stands, but the lease is parked, not dispatchable.
+   * Set when the fresh authority of the subject the result is committed under (a provision's or
+   * listing's provisioner, a release's requester) or the run's pinned selection no longer held as
+   * this result was committed: the result stands, but the lease is parked, not dispatchable.
    */
   authorityLapse: z.object({ code: z.string(), message: z.string() }).optional(),
 });

@@ -129,7 +129,8 @@ export const reconcileIdle = ({ context }: Args): boolean =>
 
 /** The result was committed after the provisioning subject's authority or the run selection lapsed. */
 export const authorityLapsed = ({ event }: Args): boolean =>
-  event.type === 'provider.succeeded' && event.authorityLapse !== undefined;
+  (event.type === 'provider.succeeded' || event.type === 'sandbox.observed') &&
+  event.authorityLapse !== undefined;
 
 /** The lease is parked for a lapsed authority: only a caller with current authority releases it. */
 export const parked = ({ context }: Args): boolean => context.sandbox.lease?.authorityLapse != null;

@@ -165,6 +165,7 @@ export function beginRelease({ context, event }: Args): SandboxContext {
     return withLease(context.sandbox, {
       currentFencingGeneration: lease.currentFencingGeneration + 1,
       release: { reason: 'abandon', idempotencyKey: event.idempotencyKey },
+      authorityLapse: null,
       recovering: null,
       // A listOwned opened under the old fence answers for a lease state that no longer exists.
       reconcileAttemptId: null,
@@ -172,7 +173,11 @@ export function beginRelease({ context, event }: Args): SandboxContext {
   }
   const reason =
     event.type === 'sandbox.observed' ? 'retired' : event.type === 'sandbox.lost' ? 'lost' : 'lifecycle';
-  return withLease(context.sandbox, { release: { reason, idempotencyKey: null } });
+  // A release a caller asked for (with current authority, checked as it was sent) ends a park.
+  return withLease(context.sandbox, {
+    release: { reason, idempotencyKey: null },
+    ...(event.type === 'environment.release' ? { authorityLapse: null } : {}),
+  });
 }
 
 export const setRecovering = ({ context }: Args, what: 'provision' | 'release'): SandboxContext =>
@@ -189,8 +194,12 @@ export const clearReleaseConfirmation = ({ context }: Args): SandboxContext =>
 
 /** The result stands (its resource is adopted), but the lease is parked: see LeaseContext. */
 export function parkForAuthority({ context, event }: Args): SandboxContext {
-  if (event.type !== 'provider.succeeded' || event.authorityLapse === undefined) return context.sandbox;
-  return withLease(context.sandbox, { authorityLapse: event.authorityLapse, failure: event.authorityLapse });
+  const lapse =
+    event.type === 'provider.succeeded' || event.type === 'sandbox.observed'
+      ? event.authorityLapse
+      : undefined;
+  if (lapse === undefined) return context.sandbox;
+  return withLease(context.sandbox, { authorityLapse: lapse, failure: lapse });
 }
 
 /** Fence first: every attempt and holder of the old fencing generation is stale from now on. */

@@ -73,6 +73,19 @@ const releaseAnsweredUnsettled = [
   { type: 'setRecovering' as const, params: { what: 'release' as const } },
 ];
 
+/**
+ * A current release answered, and was evidence for every other attempt, but the authority it is
+ * committed under lapsed: released, yet the lease is parked, not Released, until a caller with
+ * current authority releases it again.
+ */
+const releaseAnsweredParked = [
+  'settleAttempt' as const,
+  resolveEvidenced,
+  'settleAllUnresolved' as const,
+  'confirmRelease' as const,
+  'parkForAuthority' as const,
+];
+
 const open = (kind: u.LeaseEffectKind) => [
   { type: 'openAttempt' as const, params: { kind } },
   {
@@ -239,6 +252,12 @@ export const environmentMachine = environmentSetup.createMachine({
                 target: 'Releasing',
                 actions: ['recordObservation', 'beginRelease'],
               },
+              // Recorded, but the provisioner's authority lapsed: parked, never dispatchable.
+              {
+                guard: and(['leaseMatches', 'authorityLapsed']),
+                target: 'ReconciliationRequired',
+                actions: ['recordObservation', 'parkForAuthority'],
+              },
               { guard: 'leaseMatches', actions: ['recordObservation', record('Active')] },
             ],
             // The sandbox disappeared while Active: the execution is lost; release what is left
@@ -283,9 +302,10 @@ export const environmentMachine = environmentSetup.createMachine({
           on: {
             'provider.succeeded': [
               // An older attempt may still answer: the resource may yet appear, so wait for it.
+              // (A lapsed authority parks it: it ends in ReconciliationRequired, not Released.)
               {
                 guard: and([current('release'), 'othersAwaitResult']),
-                actions: ['settleAttempt', 'confirmRelease'],
+                actions: ['settleAttempt', 'confirmRelease', 'parkForAuthority'],
               },
               // An Unknown call may still land, and this release is no evidence about it (its lookup
               // did not find the operation's resource, and the provider cannot prove the call is
@@ -294,7 +314,14 @@ export const environmentMachine = environmentSetup.createMachine({
               {
                 guard: and([current('release'), 'othersUnevidenced']),
                 target: 'ReconciliationRequired',
-                actions: releaseAnsweredUnsettled,
+                actions: [...releaseAnsweredUnsettled, 'parkForAuthority'],
+              },
+              // Every other attempt is answered by this result, but the authority it is committed
+              // under lapsed: parked until a caller with current authority releases again.
+              {
+                guard: and([current('release'), 'authorityLapsed']),
+                target: 'ReconciliationRequired',
+                actions: releaseAnsweredParked,
               },
               // Every other attempt is answered by this result: an earlier release by its receipt,
               // a provision by the operation's resource found and released, or by the provider's
@@ -312,6 +339,16 @@ export const environmentMachine = environmentSetup.createMachine({
                 actions: ['settleAttempt', 'adoptResource', 'clearReleaseConfirmation'],
               },
               {
+                guard: and([
+                  stale('release'),
+                  'releaseConfirmed',
+                  not('othersUnresolved'),
+                  or(['parked', 'authorityLapsed']),
+                ]),
+                target: 'ReconciliationRequired',
+                actions: ['settleAttempt', 'parkForAuthority'],
+              },
+              {
                 guard: and([stale('release'), 'releaseConfirmed', not('othersUnresolved')]),
                 target: 'Released',
                 actions: 'settleAttempt',
@@ -325,6 +362,11 @@ export const environmentMachine = environmentSetup.createMachine({
                 actions: ['settleAttempt', 'recordFailure', recoveringRelease],
               },
               {
+                guard: and([staleAny, 'releaseConfirmed', not('othersUnresolved'), 'parked']),
+                target: 'ReconciliationRequired',
+                actions: 'settleAttempt',
+              },
+              {
                 guard: and([staleAny, 'releaseConfirmed', not('othersUnresolved')]),
                 target: 'Released',
                 actions: 'settleAttempt',
@@ -336,6 +378,11 @@ export const environmentMachine = environmentSetup.createMachine({
                 guard: current('release'),
                 target: 'ReconciliationRequired',
                 actions: ['settleAttempt', recoveringRelease],
+              },
+              {
+                guard: and([staleAny, 'releaseConfirmed', not('othersUnresolved'), 'parked']),
+                target: 'ReconciliationRequired',
+                actions: 'settleAttempt',
               },
               {
                 guard: and([staleAny, 'releaseConfirmed', not('othersUnresolved')]),
@@ -439,7 +486,11 @@ export const environmentMachine = environmentSetup.createMachine({
               },
               {
                 guard: and([current('release'), 'othersUnevidenced']),
-                actions: releaseAnsweredUnsettled,
+                actions: [...releaseAnsweredUnsettled, 'parkForAuthority', record('ReconciliationRequired')],
+              },
+              {
+                guard: and([current('release'), 'authorityLapsed']),
+                actions: [...releaseAnsweredParked, record('ReconciliationRequired')],
               },
               {
                 guard: current('release'),

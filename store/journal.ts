@@ -47,3 +47,22 @@ export async function readJournal(q: Queryable, environmentId: string): Promise<
   );
   return rows;
 }
+
+/**
+ * The subject of the last release or abandon a caller sent over HTTP since `since` (the lease's
+ * reservation), or null when none did (a lifecycle release: the lease's own provisioner stands).
+ */
+export async function readReleaseRequester(
+  q: Queryable,
+  environmentId: string,
+  since: Date,
+): Promise<string | null> {
+  const { rows } = await q.query<{ actor: string }>(
+    `SELECT actor FROM environment_journal
+      WHERE environment_id = $1 AND source = 'http' AND recorded_at >= $2
+        AND event_type IN ('environment.release', 'sandbox.abandon')
+      ORDER BY revision DESC LIMIT 1`,
+    [environmentId, since],
+  );
+  return rows[0]?.actor ?? null;
+}

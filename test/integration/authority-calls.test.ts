@@ -169,11 +169,12 @@ describe('authority calls per route', () => {
     const lease = await waitForLease(h, s, (l) => l['state'] === 'Active');
     operationId = lease['operationId'] as string;
 
-    // An inspection opens a describe: that commit rechecks inside its transaction.
+    // An inspection opens a describe: that commit rechecks inside its transaction, and the
+    // closing check after the last read asks for authority and the selection again.
     expect(await counted('GET', `${s.base}/sandbox?networkPolicyGeneration=1`)).toEqual({
       status: 200,
       projects: 3,
-      selection: 1,
+      selection: 2,
     });
     expect(await counted('GET', `${s.base}/lifecycle`)).toEqual({ status: 200, ...read });
     expect(await counted('GET', `${s.base}/journal`)).toEqual({ status: 200, ...read });

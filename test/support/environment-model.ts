@@ -81,6 +81,13 @@ const staleFences = (f: LeaseFences): LeaseFences =>
     ? { resourceGeneration: f.resourceGeneration - 1, providerFence: f.providerFence - 1 }
     : { ...f, providerFence: f.providerFence + 1 };
 
+/** An observation committed after the provisioner's authority (here: the run's selection) lapsed. */
+function observedLapsed(fences: LeaseFences): EnvironmentEvent {
+  const event = observed(fences, null);
+  if (event.type !== 'sandbox.observed') throw new Error('observed() makes sandbox.observed');
+  return { ...event, authorityLapse: { code: 'run-selection-changed', message: 'changed' } };
+}
+
 /**
  * Results a worker can deliver for an attempt: every outcome, and for listOwned, found or not; a
  * provision refused before any call; a release whose exact lookup found the operation's resource,
@@ -105,12 +112,10 @@ function genuineResults(effect: ProviderEffect, state: ModelState): EnvironmentE
       if (provisions.length > 0) events.push({ ...success, settledCalls: provisions });
     }
   }
-  // The same success, committed after the provisioning subject lost its authority.
-  if (effect.kind === 'provision' || effect.kind === 'listOwned') {
-    const success = result(effect, 'succeeded');
-    if (success.type === 'provider.succeeded') {
-      events.push({ ...success, authorityLapse: { code: 'authority-lapsed', message: 'revoked' } });
-    }
+  // The same success, committed after the subject it is committed under lost its authority.
+  const success = result(effect, 'succeeded');
+  if (success.type === 'provider.succeeded') {
+    events.push({ ...success, authorityLapse: { code: 'authority-lapsed', message: 'revoked' } });
   }
   return events;
 }
@@ -184,6 +189,7 @@ export function proposeEvents(state: ModelState, bounds: ModelBounds): Environme
     describe(fences),
     describe(stale),
     observed(fences, null),
+    observedLapsed(fences),
     observed(fences, 'PodSucceeded'),
     observed(stale, 'PodSucceeded'),
     lost(fences),

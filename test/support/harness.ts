@@ -127,9 +127,7 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
   const services = createServices({
     db,
     runtime,
-    runner: attemptRunner(
-      runnerDeps({ db, runtime, provider: active, logger, networkPolicies }, callTimeoutMs),
-    ),
+    runner: attemptRunner(runnerDeps({ db, runtime, provider: active, logger, ...ports }, callTimeoutMs)),
     provider: active,
     authority,
     selections,

@@ -373,6 +373,20 @@ const invariants: [string, (edge: Edge) => string | null][] = [
         : null;
     },
   ],
+  [
+    '(r) a result committed under lapsed authority leaves the lease neither dispatchable nor Released',
+    ({ from, event, to }) => {
+      if (!('authorityLapse' in event) || event.authorityLapse === undefined) return null;
+      if (staleFence(from, event) !== null) return null;
+      const after = sandboxOf(to);
+      if (after === 'Released' && sandboxOf(from) !== 'Released')
+        return 'a lapsed release result released the lease';
+      if (after === 'Active' && sandboxOf(from) !== 'Active') return 'a lapsed result activated the lease';
+      if (after === 'Active' && event.type === 'sandbox.observed')
+        return 'a lapsed observation left the lease Active';
+      return null;
+    },
+  ],
 ];
 
 type Exploration = ReturnType<typeof explore>;
