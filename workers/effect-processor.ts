@@ -151,28 +151,26 @@ async function call(
       return { state: 'Succeeded', receipt: { ...receipt } };
     }
     case 'release': {
-      // Release what the lease recorded plus anything an exact lookup finds for this operation,
-      // so a resource created by a response we never saw is released too. What the lookup did not
-      // find settles an uncertain provision only with the provider's proof that it is over.
+      // Release what the lease recorded plus anything an exact lookup under the lease's owner
+      // hash and fence finds: a resource created by a response we never saw, and a stray the
+      // provider made under another operation of the same fence (each released under the binding
+      // stamped on it, so the owner check holds), before the lease may be Released. What the
+      // lookup did not find settles an uncertain provision only with the provider's proof that it
+      // is over.
       const listedAt = new Date();
       const listed = await provider.listOwned(
-        {
-          owner: {
-            ownerHash: owner.ownerHash,
-            providerFence: owner.providerFence,
-            operationId: owner.operationId,
-          },
-          options: snapshot,
-        },
+        { owner: { ownerHash: owner.ownerHash, providerFence: owner.providerFence }, options: snapshot },
         options,
       );
-      const ids = new Set(listed.map((r) => r.resourceId));
-      if (request.resourceId !== null) ids.add(request.resourceId);
+      const bindings = new Map(listed.map((r) => [r.resourceId, r.owner.operationId]));
+      if (request.resourceId !== null && !bindings.has(request.resourceId))
+        bindings.set(request.resourceId, owner.operationId);
       const idempotencyKey = request.releaseIdempotencyKey ?? `${attempt.operationId}.release`;
       const receipts = [];
-      for (const resourceId of ids) {
+      for (const [resourceId, operationId] of bindings) {
+        const binding = { ...owner, operationId };
         receipts.push(
-          await provider.release({ owner, resourceId, options: snapshot, idempotencyKey }, options),
+          await provider.release({ owner: binding, resourceId, options: snapshot, idempotencyKey }, options),
         );
       }
       const foundOwn = listed.some((r) => r.owner.operationId === owner.operationId);

@@ -20,7 +20,14 @@ import { runnerDeps, type WorkerHost } from '../../workers/host.ts';
 import { reconcileOnce } from '../../workers/reconciler.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
-import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
+import {
+  json,
+  provisionBody,
+  setupScenario,
+  waitForLease,
+  waitForLifecycle,
+  type Scenario,
+} from '../support/sandbox-flow.ts';
 import {
   countingProvider,
   environmentRows,
@@ -481,6 +488,31 @@ describe('late resources', () => {
   const unsettled = (l: Record<string, unknown>) =>
     l['state'] === 'ReconciliationRequired' &&
     (l['failure'] as { code?: string } | null)?.code === 'release-unsettled';
+
+  it("releases a stray the provider made under another operation of the lease's fence before the Environment is Released", async () => {
+    // The provider's duplicate: same owner hash and fence, another operation (`<op>/stray`).
+    h.provider.injectFault('provision', 'duplicate-resource');
+    workers = await startWorkersWith(h, h.provider, {
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      reconcileEveryMs: 600_000,
+    });
+    const { operationId } = await json<{ operationId: string }>(
+      await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
+    );
+    await waitForLease(h, s, (l) => l['state'] === 'Active');
+    const stray = `${operationId}/stray`;
+    expect(await h.provider.countResources({ operationId: stray })).toBe(1);
+
+    expect((await releaseEnvironment()).status).toBe(202);
+    await waitForLifecycle(h, s, 'Released');
+    // The lease's release listed its whole owner fence and released the stray under its own
+    // binding: nothing of the Environment is live once it is Released, and no cleanup was needed.
+    expect(await h.provider.countResources({ operationId })).toBe(0);
+    expect(await h.provider.countResources({ operationId: stray })).toBe(0);
+    expect(await cleanups()).toEqual([]);
+    const [release] = (await readAttemptsOfOperation(h.db, operationId)).filter((a) => a.kind === 'release');
+    expect((release?.receipt as { resourceIds: string[] }).resourceIds).toHaveLength(2);
+  });
 
   it('an empty release lookup leaves a timed-out create unresolved: release is refused until the create lands and is found', async () => {
     // Used to answer Released (and the Environment release 200) before any sweep (E14): the
