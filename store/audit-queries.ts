@@ -131,6 +131,11 @@ export async function callsWithoutAttempt(q: Queryable): Promise<UnattemptedCall
                  WHEN 'release' THEN ARRAY['release', 'cleanup']
                  ELSE ARRAY[c.operation] END)
            AND (CASE WHEN c.operation_id IS NOT NULL THEN a.operation_id = c.operation_id
+                           -- A lease's release also releases a stray of another operation under
+                           -- its owner hash and fence, under the stray's own binding.
+                           OR (c.operation = 'release' AND a.kind = 'release'
+                               AND a.provider_fence = c.provider_fence
+                               AND a.request->>'ownerHash' = c.owner_hash)
                      ELSE a.provider_fence = c.provider_fence AND a.request->>'ownerHash' = c.owner_hash END))
       ORDER BY c.call_id`,
   );
