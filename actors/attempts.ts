@@ -9,7 +9,7 @@
 //             still recorded; a resource it created that no current lease owns gets a cleanup record.
 //   expire:   a Dispatched attempt past its deadline becomes Unknown (the reconciler's move).
 import type { EnvironmentEvent, LateResource, ResourceSummary } from '../machines/environment-events.ts';
-import { isCurrentLeaseState, type AuthorityLapseCode } from '../machines/environment-context.ts';
+import { isCurrentLeaseState } from '../machines/environment-context.ts';
 import { attemptRequestSchema, type EffectKind } from '../machines/environment-effects.ts';
 import { observedPlacement } from '../machines/environment-updates.ts';
 import type { CommandOutcome, SandboxPhase } from '../machines/environment-events.ts';
@@ -26,11 +26,9 @@ import { readCleanup, readOwnerFence } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import { countSweepListed, readCurrentLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
-import { readReleaseRequester } from '../store/journal.ts';
 import { acknowledgeAttemptOutbox } from '../store/outbox-relay-queries.ts';
-import { ForbiddenError, RunSelectionMissingError } from './errors.ts';
-import { Guard } from './guard.ts';
 import type { ProjectsAuthority, RunSelectionSource } from './ports.ts';
+import { authorityLapseOf, releaseSubjectOf } from './result-authority.ts';
 import type { ActorRuntime } from './runtime.ts';
 
 /** The lease state an attempt kind may run in: the state is the gate. */
@@ -448,10 +446,7 @@ export function completeAttempt(
           (attempt.kind === 'release' &&
             (lease.state === 'Releasing' || lease.state === 'ReconciliationRequired')));
       if (moves) {
-        const subject =
-          attempt.kind === 'release'
-            ? ((await readReleaseRequester(tx, attempt.environmentId, lease.createdAt)) ?? lease.requestedBy)
-            : lease.requestedBy;
+        const subject = attempt.kind === 'release' ? await releaseSubjectOf(tx, lease) : lease.requestedBy;
         authorityLapse = await authorityLapseOf(deps, tx, row, subject);
       }
     }
@@ -488,43 +483,6 @@ export function completeAttempt(
           : { type: 'provider.unknown', ...fencesOf(attempt, kind), error: outcome.error };
     return { event, value: true };
   });
-}
-
-/**
- * Does `subject` (who provisioned or released the lease) still hold its permissions, and the run its
- * pinned selection, now (inside the transaction that commits the result)? What lapsed, or
- * undefined. An authority that cannot answer counts as lapsed here: the result is kept, the lease
- * is only parked. A lease from before subjects were recorded has none to ask.
- */
-async function authorityLapseOf(
-  deps: AttemptDeps,
-  tx: Queryable,
-  row: EnvironmentRow,
-  subject: string | null,
-): Promise<{ code: AuthorityLapseCode; message: string } | undefined> {
-  if (subject === null) return undefined;
-  const guard = new Guard(deps, { tenantId: row.tenantId, subject }, row.projectId, [
-    'WriteProjects',
-    'ReadRunSelection',
-  ]);
-  try {
-    await guard.check(tx);
-    const selection = await guard.selection(row.runId, tx);
-    if (selection.selectionHash === row.runSelectionHash) return undefined;
-    return {
-      code: 'run-selection-changed',
-      message: `run ${row.runId} no longer has the selection it pinned`,
-    };
-  } catch (error) {
-    if (error instanceof ForbiddenError) {
-      return { code: 'authority-lapsed', message: `${subject} no longer holds ${error.missing.join(', ')}` };
-    }
-    if (error instanceof RunSelectionMissingError) {
-      return { code: 'run-selection-missing', message: `run ${row.runId} has no selection any more` };
-    }
-    const reason = error instanceof Error ? error.message : String(error);
-    return { code: 'authority-unavailable', message: `authority could not be confirmed: ${reason}` };
-  }
 }
 
 /**
