@@ -634,7 +634,13 @@ describe('late resources', () => {
     const { operationId } = await json<{ operationId: string }>(
       await h.request('POST', `${s.base}/sandbox/provision`, { token: s.token, body: provisionBody(s) }),
     );
-    await waitForLease(h, s, (l) => l['state'] === 'ReconciliationRequired');
+    // The first call timed out (Unknown). Waited for on its attempt row, not on the lease: the
+    // lease moves between ReconciliationRequired and Provisioning retries faster than a poll
+    // sees it on a loaded machine.
+    await eventually('the first provision to be Unknown', async () => {
+      const attempts = await readAttemptsOfOperation(h.db, operationId);
+      return attempts.some((a) => a.kind === 'provision' && a.state === 'Unknown') ? true : undefined;
+    });
     await abandonFirst();
     await waitForLease(h, s, (l) => l['state'] === 'Released');
     await setup.close();
