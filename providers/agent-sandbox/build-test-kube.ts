@@ -6,6 +6,7 @@
 import type { CallOptions } from '../provider.ts';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from './client-node.ts';
 import { kubeRequest } from './kube-client.ts';
+import { pooledApiClient } from './kube-connections.ts';
 import { isAlreadyExists, isNotFound, statusOf } from './kube-errors.ts';
 import { asObject, type KubeObject } from './kube-object.ts';
 
@@ -20,8 +21,8 @@ export class BuildTestKube {
   private readonly custom: CustomObjectsApi;
 
   constructor(kubeConfig: KubeConfig) {
-    this.core = kubeConfig.makeApiClient(CoreV1Api);
-    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.core = pooledApiClient(kubeConfig, CoreV1Api);
+    this.custom = pooledApiClient(kubeConfig, CustomObjectsApi);
   }
 
   createPod(namespace: string, body: V1Pod, call: CallOptions): Promise<Created<V1Pod>> {

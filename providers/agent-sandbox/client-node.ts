@@ -8,11 +8,16 @@ export {
   KubeConfig,
   NodeV1Api,
   Observable,
+  ServerConfiguration,
+  createConfiguration,
 } from '@kubernetes/client-node';
 export type {
   Cluster,
+  Configuration,
   ConfigurationOptions,
   ObservableMiddleware,
+  RequestContext,
+  SecurityAuthentication,
   V1Container,
   V1PersistentVolume,
   V1PersistentVolumeClaim,

@@ -91,8 +91,14 @@ export function clusterPinOf(kubeConfig: KubeConfig): string {
   } catch (error) {
     throw new ClusterTrustError(`cannot read the CA of cluster ${cluster.name}`, { cause: error });
   }
-  return clusterPin(pem);
+  // The CA is read afresh every time, but parsing it only when its bytes changed: every provider
+  // call checks the live pin, and parsing the certificates was most of that check's cost.
+  if (lastPin?.pem !== pem) lastPin = { pem, pin: clusterPin(pem) };
+  return lastPin.pin;
 }
+
+/** The pin of the CA bytes last read (one entry: a process talks to one cluster, or a few in turn). */
+let lastPin: { pem: string; pin: string } | undefined;
 
 /**
  * The live pin, for a check made now on behalf of a lease: its CA read afresh. A CA that cannot be

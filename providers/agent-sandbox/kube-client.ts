@@ -20,6 +20,7 @@ import { uncertain } from '../errors.ts';
 import type { CallOptions } from '../provider.ts';
 import { requestSignal } from '../call-budget.ts';
 import { budget, isAlreadyExists, isNotFound, mapKubeError, statusOf, type Verb } from './kube-errors.ts';
+import { pooledApiClient } from './kube-connections.ts';
 import { asObject, type KubeObject } from './kube-object.ts';
 import { CILIUM_GROUP, CILIUM_VERSION, CORE_GROUP, GROUP, VERSION } from './names.ts';
 
@@ -48,9 +49,9 @@ export class KubeClient {
   private readonly node: NodeV1Api;
 
   constructor(kubeConfig: KubeConfig) {
-    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    this.core = kubeConfig.makeApiClient(CoreV1Api);
-    this.node = kubeConfig.makeApiClient(NodeV1Api);
+    this.custom = pooledApiClient(kubeConfig, CustomObjectsApi);
+    this.core = pooledApiClient(kubeConfig, CoreV1Api);
+    this.node = pooledApiClient(kubeConfig, NodeV1Api);
   }
 
   getCustom(

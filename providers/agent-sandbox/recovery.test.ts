@@ -87,6 +87,8 @@ describe.skipIf(skipWithoutCrds)('Agent Sandbox recovery on the fake Kubernetes 
     beforeAll(async () => {
       made = request();
       resource = await provider.provision(made, budget());
+      // Provision may answer `pending` before the controller made the Sandbox: this case needs its Pod.
+      await fake.controller.settle();
     });
 
     it('keeps a 403 on a read an error, never absence, and the claim stays', async () => {

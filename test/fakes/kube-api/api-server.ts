@@ -133,8 +133,7 @@ export class KubeApi {
     const labels = labelMatcher(query['labelSelector']);
     const fields = fieldMatcher(query['fieldSelector'], resource.kind);
     const all = this.store
-      .all(resource, namespace)
-      .filter((o) => labels(o) && fields(o))
+      .all(resource, namespace, (o) => labels(o) && fields(o))
       .sort((a, b) =>
         `${a.metadata.namespace ?? ''}/${a.metadata.name}`.localeCompare(
           `${b.metadata.namespace ?? ''}/${b.metadata.name}`,

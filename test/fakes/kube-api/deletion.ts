@@ -99,7 +99,7 @@ export class Deleter {
   }
 
   private orphanDependentsOf(uid: string): void {
-    for (const dependent of this.store.everything().filter((o) => ownedBy(o, uid))) {
+    for (const dependent of this.store.select((o) => ownedBy(o, uid))) {
       dependent.metadata.ownerReferences = (dependent.metadata.ownerReferences ?? []).filter(
         (r) => r.uid !== uid,
       );
@@ -111,16 +111,18 @@ export class Deleter {
   /** One garbage-collector pass. Returns whether it changed anything. */
   collect(): boolean {
     let changed = false;
-    const waiting = this.store
-      .everything()
-      .filter(
-        (o) => o.metadata.deletionTimestamp && (o.metadata.finalizers ?? []).includes(FOREGROUND_FINALIZER),
-      );
+    const waiting = this.store.select(
+      (o) =>
+        o.metadata.deletionTimestamp !== undefined &&
+        (o.metadata.finalizers ?? []).includes(FOREGROUND_FINALIZER),
+    );
     for (const owner of waiting) changed = this.advanceForeground(owner) || changed;
-    for (const dependent of this.store.everything()) {
-      const refs = dependent.metadata.ownerReferences ?? [];
-      if (refs.length === 0 || dependent.metadata.deletionTimestamp) continue;
-      if (refs.some((ref) => this.store.hasUid(ref.uid))) continue;
+    // Checked as each object is reached: a Pod whose Sandbox this pass removed goes in the same pass.
+    const orphaned = this.store.matching((o) => {
+      const refs = o.metadata.ownerReferences ?? [];
+      return refs.length > 0 && !o.metadata.deletionTimestamp && !refs.some((r) => this.store.hasUid(r.uid));
+    });
+    for (const dependent of orphaned) {
       const resource = resourceForKind(dependent.apiVersion, dependent.kind);
       this.delete(resource, dependent, { propagationPolicy: 'Background' });
       changed = true;
@@ -130,21 +132,18 @@ export class Deleter {
 
   private advanceForeground(owner: KubeObject): boolean {
     let changed = false;
-    const everything = this.store.everything();
-    for (const dependent of everything.filter((o) => ownedBy(o, owner.metadata.uid))) {
+    for (const dependent of this.store.select((o) => ownedBy(o, owner.metadata.uid))) {
       if (dependent.metadata.deletionTimestamp) continue;
-      const hasDependents = everything.some((o) => ownedBy(o, dependent.metadata.uid));
+      const hasDependents = this.store.some((o) => ownedBy(o, dependent.metadata.uid));
       const resource = resourceForKind(dependent.apiVersion, dependent.kind);
       this.delete(resource, dependent, { propagationPolicy: hasDependents ? 'Foreground' : 'Background' });
       changed = true;
     }
-    const blocking = this.store
-      .everything()
-      .some((o) =>
-        (o.metadata.ownerReferences ?? []).some(
-          (r) => r.uid === owner.metadata.uid && r.blockOwnerDeletion === true,
-        ),
-      );
+    const blocking = this.store.some((o) =>
+      (o.metadata.ownerReferences ?? []).some(
+        (r) => r.uid === owner.metadata.uid && r.blockOwnerDeletion === true,
+      ),
+    );
     if (blocking) return changed;
     const resource = resourceForKind(owner.apiVersion, owner.kind);
     const latest = this.store.read(resource, owner.metadata.namespace, owner.metadata.name);

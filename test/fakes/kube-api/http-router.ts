@@ -156,17 +156,20 @@ function failure(error: unknown): Outcome {
 async function handle(deps: RouterDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://fake-kube-api');
   const raw = await readBody(req);
+  const arrived = performance.now();
   const request: RecordedRequest = {
     method: req.method ?? 'GET',
     path: url.pathname,
     query: Object.fromEntries(url.searchParams),
     body: undefined,
     contentType: req.headers['content-type'],
+    receivedAtMs: performance.timeOrigin + arrived,
   };
   deps.requests.push(request);
   const answer = (outcome: Outcome): void => {
     request.status = outcome.code;
     send(res, outcome);
+    request.serviceMs = performance.now() - arrived;
   };
   if (req.headers.authorization !== `Bearer ${deps.token}`) {
     return answer(failure(new KubeError(401, 'Unauthorized', 'Unauthorized')));
@@ -201,6 +204,7 @@ async function handle(deps: RouterDeps, req: IncomingMessage, res: ServerRespons
   }
   if (drop) {
     request.status = 0;
+    request.serviceMs = performance.now() - arrived;
     req.socket.destroy();
     return;
   }

@@ -69,6 +69,8 @@ export interface FakeKubeApi {
   faults: FakeFaults;
   /** Every request received, in order, including refused ones (exec upgrades too). */
   requests: RecordedRequest[];
+  /** TLS connections accepted since start (a client that keeps connections alive opens few). */
+  connections(): number;
   /**
    * What each container does when exec'd into, by container name: `preparation` and `echo-digest`
    * at start; set, replace or delete entries freely. A container without one answers InternalError.
@@ -107,6 +109,8 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     requests,
   });
   server.on('upgrade', exec.onUpgrade);
+  let connections = 0;
+  server.on('secureConnection', () => (connections += 1));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -131,6 +135,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     controller,
     faults,
     requests,
+    connections: () => connections,
     execHandlers,
     execFaults,
     execSessions,

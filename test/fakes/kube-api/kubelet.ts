@@ -64,8 +64,9 @@ export class FakeKubelet {
   /** One pass over every pod and PVC. Returns whether anything changed. */
   pass(): boolean {
     let changed = false;
-    for (const claim of this.store.all(PVC)) {
-      if (claim.status?.['phase'] !== 'Pending' || claim.metadata.deletionTimestamp) continue;
+    const pending = (c: Readonly<KubeObject>) =>
+      c.status?.['phase'] === 'Pending' && !c.metadata.deletionTimestamp;
+    for (const claim of this.store.all(PVC, undefined, pending)) {
       this.store.write(PVC, { ...claim, status: { ...claim.status, phase: 'Bound' } });
       changed = true;
     }

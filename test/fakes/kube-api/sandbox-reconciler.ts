@@ -64,7 +64,7 @@ export function reconcileSandbox(ctx: ReconcileContext, sandbox: KubeObject): vo
     }
   }
 
-  const owned = store.all(POD, namespace).filter((p) => isControlledBy(p, sandbox));
+  const owned = store.all(POD, namespace, (p) => isControlledBy(p, sandbox));
   let pod: KubeObject | undefined = store.read(POD, namespace, name);
   let multiple = false;
   if (owned.length > 1) {

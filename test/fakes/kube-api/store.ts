@@ -35,6 +35,8 @@ function specOf(object: KubeObject): Record<string, unknown> {
 
 export class ObjectStore implements FakeStore {
   private readonly objects = new Map<string, KubeObject>();
+  /** How many stored objects carry each UID (a planted object may repeat one). */
+  private readonly uids = new Map<string, number>();
   private readonly log = new LifetimeLog();
   private counter = 1000;
 
@@ -50,9 +52,18 @@ export class ObjectStore implements FakeStore {
   private set(key: string, object: KubeObject | undefined): boolean {
     const previous = this.objects.get(key);
     this.log.replaced(previous, object);
+    if (previous !== undefined) this.countUid(previous.metadata.uid, -1);
     if (object === undefined) return this.objects.delete(key);
+    this.countUid(object.metadata.uid, 1);
     this.objects.set(key, object);
     return true;
+  }
+
+  private countUid(uid: string | undefined, by: number): void {
+    if (uid === undefined) return;
+    const count = (this.uids.get(uid) ?? 0) + by;
+    if (count > 0) this.uids.set(uid, count);
+    else this.uids.delete(uid);
   }
 
   private key(resource: ResourceType, namespace: string | undefined, name: string): string {
@@ -71,22 +82,53 @@ export class ObjectStore implements FakeStore {
     return found ? clone(found) : undefined;
   }
 
-  all(resource: ResourceType, namespace?: string): KubeObject[] {
-    return this.everything().filter(
+  /**
+   * Copies of the objects of one kind (in one namespace) that `matches` accepts. The predicate sees
+   * the stored object itself and must not change it; only what it accepts is copied, so a pass over
+   * a store of thousands of objects copies the few it wants, not all of them.
+   */
+  all(
+    resource: ResourceType,
+    namespace?: string,
+    matches: (object: Readonly<KubeObject>) => boolean = () => true,
+  ): KubeObject[] {
+    const apiVersion = apiVersionOf(resource);
+    return this.select(
       (o) =>
         o.kind === resource.kind &&
-        o.apiVersion === apiVersionOf(resource) &&
-        (namespace === undefined || o.metadata.namespace === namespace),
+        o.apiVersion === apiVersion &&
+        (namespace === undefined || o.metadata.namespace === namespace) &&
+        matches(o),
     );
   }
 
+  /** Copies of every stored object `matches` accepts (it sees the stored objects: read only). */
+  select(matches: (object: Readonly<KubeObject>) => boolean): KubeObject[] {
+    const found: KubeObject[] = [];
+    for (const o of this.objects.values()) if (matches(o)) found.push(clone(o));
+    return found;
+  }
+
+  /**
+   * Copies of the stored objects `matches` accepts, one at a time as the caller asks for them: the
+   * predicate sees each object as it is when reached, so changes made between two steps count.
+   */
+  *matching(matches: (object: Readonly<KubeObject>) => boolean): Generator<KubeObject> {
+    for (const o of this.objects.values()) if (matches(o)) yield clone(o);
+  }
+
+  /** Whether any stored object is accepted by `matches` (read only), without copying any. */
+  some(matches: (object: Readonly<KubeObject>) => boolean): boolean {
+    for (const o of this.objects.values()) if (matches(o)) return true;
+    return false;
+  }
+
   everything(): KubeObject[] {
-    return [...this.objects.values()].map((o) => clone(o));
+    return this.select(() => true);
   }
 
   hasUid(uid: string): boolean {
-    for (const o of this.objects.values()) if (o.metadata.uid === uid) return true;
-    return false;
+    return this.uids.has(uid);
   }
 
   /** Stores a new object, assigning uid, resourceVersion, creationTimestamp and generation 1. */
@@ -129,7 +171,7 @@ export class ObjectStore implements FakeStore {
     options: { namespace?: string; labelSelector?: string } = {},
   ): KubeObject[] {
     const matches = labelMatcher(options.labelSelector);
-    return this.all(resourceForKind(type.apiVersion, type.kind), options.namespace).filter(matches);
+    return this.all(resourceForKind(type.apiVersion, type.kind), options.namespace, matches);
   }
 
   put(object: PlantedObject): KubeObject {

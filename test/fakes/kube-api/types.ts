@@ -78,6 +78,10 @@ export interface RecordedRequest {
   subresource?: string;
   /** HTTP status answered; 0 when the socket was dropped without an answer. */
   status?: number;
+  /** When the whole request had arrived (epoch milliseconds, fractional). */
+  receivedAtMs?: number;
+  /** From arrival to the answer written (or the socket dropped): the fake's own service time. */
+  serviceMs?: number;
 }
 
 export type JsonObject = Record<string, unknown>;
