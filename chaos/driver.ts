@@ -21,7 +21,6 @@ export interface DriveOptions {
   clients: number;
   environments: string;
   lifecycleTimeoutMs: number;
-  waitFor: LifecycleContext['waitFor'];
   onVolume?: LifecycleContext['onVolume'];
   /** Called with (done, failed) after each lifecycle. */
   onProgress?: (done: number, failed: number) => void;
@@ -62,7 +61,6 @@ export async function drive(options: DriveOptions): Promise<EnvironmentRecord[]>
         recorder,
         environments: options.environments,
         deadlineMs: options.lifecycleTimeoutMs,
-        waitFor: options.waitFor,
         ...(options.onVolume === undefined ? {} : { onVolume: options.onVolume }),
       };
       try {

@@ -140,7 +140,6 @@ export async function runChaos(
         clients: options.clients,
         environments: ENVIRONMENTS,
         lifecycleTimeoutMs: options.lifecycleTimeoutMs,
-        waitFor: kube === null ? 'ready' : 'active',
         ...(kube === null ? {} : { onVolume: (id, volume) => kube.plantVolume(id, volume) }),
         onProgress: (d, f) => {
           done = d;
@@ -210,6 +209,12 @@ export async function runChaos(
     }
     const providerFaults =
       kube === null ? await countProviderFaults(stack.faultDir) : kubeFaults(kube.firedFaults());
+    if (kube !== null) {
+      const answers = Object.entries(kube.agentHostAnswers()).sort(([a], [b]) => a.localeCompare(b));
+      recorder.line(
+        `AgentHost stand-in in the Pods answered: ${answers.map(([k, n]) => `${k} ×${n}`).join(', ') || 'nothing'}`,
+      );
+    }
     const errors = await attemptErrors(stack.db);
     const outcomes: Record<string, number> = {};
     for (const e of environments)

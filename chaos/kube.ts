@@ -21,6 +21,8 @@ import {
   runtimeClassObject,
 } from '../test/support/fake-cluster-harness.ts';
 import { startFakeKubeApi, type FakeKubeApi, type ObjectLifetime } from '../test/fakes/kube-api/index.ts';
+import type { Queryable } from '../store/db.ts';
+import { POD_IP, startChaosAgentHosts } from './agent-host.ts';
 import { deriveSeed, Rng } from './random.ts';
 
 export interface ChaosKube {
@@ -41,6 +43,8 @@ export interface ChaosKube {
   claimsByOperation(): Map<string, Set<string>>;
   /** When every object the fake ever stored existed (its lifetime log). */
   objectLifetimes(): ObjectLifetime[];
+  /** What the Pods' AgentHost stand-in answered, by request and status (chaos/agent-host.ts). */
+  agentHostAnswers(): Record<string, number>;
   close(): Promise<void>;
 }
 
@@ -49,9 +53,16 @@ export async function startChaosKube(
   runDir: string,
   tenantId: string,
   projectId: string,
+  db: Queryable,
 ): Promise<ChaosKube | string> {
   if (!crdsPresent) return `no Agent Sandbox CRD schemas in ${crdDir} (set SANDLOT_CRD_DIR)`;
-  const fake: FakeKubeApi = await startFakeKubeApi({ namespace: NAMESPACE });
+  // Every Pod's IP is the loopback address the AgentHost stand-in answers on.
+  const fake: FakeKubeApi = await startFakeKubeApi({ namespace: NAMESPACE, controller: { podIp: POD_IP } });
+  const hosts = await startChaosAgentHosts(fake, db, NAMESPACE, runDir);
+  if (typeof hosts === 'string') {
+    await fake.close();
+    return hosts;
+  }
   fake.objects.put(runtimeClassObject());
   fake.objects.put(ciliumPolicyObject({ tenantId, projectId, generation: 1 }));
   const kubeconfig = join(runDir, 'kubeconfig');
@@ -64,6 +75,9 @@ export async function startChaosKube(
     [`${P}POLL_INTERVAL_MILLISECONDS`]: '50',
     // The fake API applies a request before it answers: nothing of a call lands a second later.
     [`${P}API_SERVER_REQUEST_TIMEOUT_SECONDS`]: '1',
+    // The AgentHost launch profile: each Sandbox gets its own Service, its lease an endpoint.
+    [`${P}AGENT_HOST_CONFIG_MAP_NAME`]: 'agenthost-config',
+    [`${P}AGENT_HOST_TLS_SECRET_NAME`]: 'agenthost-tls',
   };
   const env = Object.fromEntries(
     Object.entries(validEnv({ ...settings, KUBECONFIG: kubeconfig })).filter(
@@ -71,7 +85,7 @@ export async function startChaosKube(
     ),
   );
   return {
-    env: { ...env, SANDLOT_PROVIDER: 'agent-sandbox' },
+    env: { ...env, ...hosts.env, SANDLOT_PROVIDER: 'agent-sandbox' },
     provider: adapterOn(fake, settings),
     plantVolume(environmentId, volume) {
       plantWorkspace(fake, { owner: { environmentId }, workspace: volume });
@@ -117,6 +131,10 @@ export async function startChaosKube(
       return byOperation;
     },
     objectLifetimes: () => fake.objects.lifetimes(),
-    close: () => fake.close(),
+    agentHostAnswers: () => hosts.answered(),
+    close: async () => {
+      await hosts.close();
+      await fake.close();
+    },
   };
 }

@@ -71,11 +71,6 @@ export interface LifecycleContext {
   recorder: Recorder;
   environments: string;
   deadlineMs: number;
-  /**
-   * What "Active" waits for: `readyForDispatch`, or the lease Active alone where no AgentHost can
-   * answer the configuration handshake (Agent Sandbox on the fake API has no Host in its Pods).
-   */
-  waitFor: 'ready' | 'active';
   /** Called once the Workspace volume exists (Agent Sandbox: plant its PVC, as storage would). */
   onVolume?: (
     environmentId: string,
@@ -216,7 +211,7 @@ export async function runLifecycle(ctx: LifecycleContext, record: EnvironmentRec
     const seen = expect('inspect', await call('GET', `${base}/sandbox?networkPolicyGeneration=1`), [200]);
     const current = seen['lease'] as LeaseSeen | undefined;
     const lapse = parkedLapse(current);
-    if (seen['readyForDispatch'] === true || (ctx.waitFor === 'active' && current?.state === 'Active')) {
+    if (seen['readyForDispatch'] === true) {
       ready = seen;
     } else if (lapse !== null) {
       // Waiting is pointless: nothing will make this lease ready. Release it as a caller would.

@@ -98,7 +98,7 @@ export async function startStack(
     closers.push(leakGuard(await dataDirectory(db)));
     let kube: ChaosKube | null = null;
     if (options.provider === 'agent-sandbox') {
-      const started = await startChaosKube(runDir, TENANT, PROJECT);
+      const started = await startChaosKube(runDir, TENANT, PROJECT, db);
       if (typeof started === 'string') {
         await closeAll();
         await entering.catch(() => undefined);

@@ -23,6 +23,11 @@ export interface ControllerOptions {
   clusterDomain?: string;
   /** Node pods are bound to (default fake-node-1). */
   nodeName?: string;
+  /**
+   * The IP every Pod gets (default: 10.244.0.x, one per Pod, that nothing answers on). A harness
+   * that serves the Pods' AgentHost on a loopback address gives that address here.
+   */
+  podIp?: string;
 }
 
 export interface FakeController {
@@ -73,6 +78,7 @@ export class LoopController implements FakeController {
     this.kubelet = new FakeKubelet(deps.store, {
       podLingerSteps: options.podLingerSteps ?? 0,
       nodeName: options.nodeName ?? 'fake-node-1',
+      ...(options.podIp === undefined ? {} : { podIp: options.podIp }),
     });
     this.context = { ...deps, clusterDomain: options.clusterDomain ?? 'cluster.local' };
     this.claims = { allowedLabelDomains: options.allowedLabelDomains ?? ['sandbox.users.io'] };

@@ -11,6 +11,8 @@ import { timestamp, type Condition, type JsonObject, type KubeObject } from './t
 export interface KubeletSettings {
   podLingerSteps: number;
   nodeName: string;
+  /** One IP for every Pod (default: 10.244.0.x, one per Pod). */
+  podIp?: string;
 }
 
 interface Container {
@@ -143,7 +145,7 @@ export class FakeKubelet {
       ['Ready', 'True', '', ''],
       ['ContainersReady', 'True', '', ''],
     ]);
-    const podIP = `10.244.0.${this.nextIp}`;
+    const podIP = this.settings.podIp ?? `10.244.0.${this.nextIp}`;
     this.nextIp = this.nextIp >= 250 ? 10 : this.nextIp + 1;
     const status = {
       ...pod.status,
