@@ -50,3 +50,26 @@ export async function attemptErrors(db: Database): Promise<Record<string, number
   );
   return Object.fromEntries(rows.map((r) => [r.key, r.n]));
 }
+
+/** Attempts per lease (operation), by kind: how many leases had one, and p50 / p99 / max of the count. */
+export interface AttemptsPerLease {
+  leases: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/**
+ * Per attempt kind, how many attempts each lease collected: bounded when reconciliation backs off
+ * a provider that keeps failing, growing with time when it does not.
+ */
+export async function attemptsPerLease(db: Database): Promise<Record<string, AttemptsPerLease>> {
+  const { rows } = await db.query<{ kind: string } & AttemptsPerLease>(
+    `SELECT kind, count(*)::int AS leases,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY n)::int AS p50,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY n)::int AS p99, max(n)::int AS max
+       FROM (SELECT kind, operation_id, count(*) AS n FROM provider_attempts GROUP BY 1, 2) per_lease
+      GROUP BY kind ORDER BY kind`,
+  );
+  return Object.fromEntries(rows.map(({ kind, ...counts }) => [kind, counts]));
+}

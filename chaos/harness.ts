@@ -11,7 +11,13 @@ import { runAuditCommand } from './audit.ts';
 import { ChaosClient } from './client.ts';
 import { drive } from './driver.ts';
 import { dumpDatabase } from './dump.ts';
-import { attemptErrors, countProviderFaults, type ProviderFaults } from './fault-log.ts';
+import {
+  attemptErrors,
+  attemptsPerLease,
+  countProviderFaults,
+  type AttemptsPerLease,
+  type ProviderFaults,
+} from './fault-log.ts';
 import { runSchedule, type FaultOutcome } from './faults.ts';
 import type { EnvironmentRecord } from './lifecycle.ts';
 import type { ChaosOptions } from './options.ts';
@@ -36,6 +42,8 @@ export interface ChaosResult {
   faults: FaultOutcome[];
   providerFaults: ProviderFaults;
   attemptErrors: Record<string, number>;
+  /** Attempts each lease collected, by kind (chaos/fault-log.ts). */
+  attemptsPerLease: Record<string, AttemptsPerLease>;
   crashes: Crash[];
   quiesce: QuiesceResult;
   /** Unknown describes, listings, sweeps and cleanup releases left: nothing settles or waits for them. */
@@ -216,6 +224,7 @@ export async function runChaos(
       );
     }
     const errors = await attemptErrors(stack.db);
+    const perLease = await attemptsPerLease(stack.db);
     const outcomes: Record<string, number> = {};
     for (const e of environments)
       outcomes[e.outcome ?? 'not finished'] = (outcomes[e.outcome ?? 'not finished'] ?? 0) + 1;
@@ -251,6 +260,7 @@ export async function runChaos(
       faults: faultOutcomes,
       providerFaults,
       attemptErrors: errors,
+      attemptsPerLease: perLease,
       crashes: stack.crashes,
       quiesce,
       unknownForGood: await unknownForGood(stack.db),

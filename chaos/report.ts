@@ -53,6 +53,9 @@ export function formatReport(result: ChaosResult, resultsPath: string | null): s
     `  attempts by recorded error: ${Object.entries(result.attemptErrors)
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')}`,
+    `  attempts per lease (leases: p50 / p99 / max): ${Object.entries(result.attemptsPerLease)
+      .map(([k, a]) => `${k} ${a.leases}: ${a.p50} / ${a.p99} / ${a.max}`)
+      .join(', ')}`,
     `  results recorded after their lease moved on (stale writes, fenced): ${result.verdict.lateResults}`,
   );
   if (result.crashes.length > 0)
