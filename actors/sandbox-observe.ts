@@ -5,7 +5,7 @@
 // Inspection awaits it with a bounded wait; the periodic observer uses it for every Active lease.
 import { z } from 'zod';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import { readPendingDescribe, type AttemptRow } from '../store/attempts.ts';
+import { readOpenDescribe, type AttemptRow } from '../store/attempts.ts';
 import type { LeaseRow } from '../store/leases.ts';
 import type { AttemptRunner } from './ports.ts';
 import type { ActorRuntime, CommitContext } from './runtime.ts';
@@ -39,6 +39,13 @@ const describeReceipt = z.discriminatedUnion('present', [
   z.object({ present: z.literal(false) }),
 ]);
 
+const pendingObservation = (timeoutMs: number): Observation => ({
+  exact: false,
+  phase: null,
+  finished: null,
+  error: { code: 'observation-pending', message: `no describe result within ${timeoutMs} ms` },
+});
+
 function observationOf(attempt: AttemptRow | null, timeoutMs: number): Observation {
   const none = { exact: false, phase: null, finished: null };
   if (attempt === null)
@@ -52,10 +59,7 @@ function observationOf(attempt: AttemptRow | null, timeoutMs: number): Observati
     }
     case 'Pending':
     case 'Dispatched':
-      return {
-        ...none,
-        error: { code: 'observation-pending', message: `no describe result within ${timeoutMs} ms` },
-      };
+      return pendingObservation(timeoutMs);
     case 'Superseded':
       return {
         ...none,
@@ -69,6 +73,13 @@ function observationOf(attempt: AttemptRow | null, timeoutMs: number): Observati
 /**
  * Describes the lease exactly, now. Null when the lease is not Active (nothing to observe); an
  * observation with `exact: false` when the machine refused the describe or the answer was not exact.
+ *
+ * At most one describe of a lease is in flight at a time. Under the Environment's lock a caller
+ * shares a describe that is not dispatched yet (it will be, after this request arrived, so its
+ * answer is fresh for it too), or one dispatched after it arrived; one dispatched before it arrived
+ * is waited for first, not raced, and only then is a fresh one opened. Concurrent inspections of
+ * one lease thus cost one or two describes, not one each, and a provider that is not answering is
+ * asked once per lease per call deadline, however many callers wait.
  */
 export async function observeLease(
   deps: ObserveDeps,
@@ -76,37 +87,52 @@ export async function observeLease(
   context: CommitContext,
 ): Promise<Observation | null> {
   if (lease.state !== 'Active') return null;
-  // Under the Environment's lock: share a describe that is not dispatched yet (it will be, after
-  // this request arrived, so its answer is fresh for it too), or open one. Concurrent inspections
-  // of one lease thus cost one describe, not one each.
-  const { value: shared, sent } = await deps.runtime.step<string | null>(
-    lease.environmentId,
-    async (tx) => {
-      const pending = await readPendingDescribe(tx, {
-        operationId: lease.operationId,
-        resourceGeneration: lease.resourceGeneration,
-        providerFence: lease.providerFence,
-        fencingGeneration: lease.currentFencingGeneration,
-      });
-      if (pending !== null) return { event: null, value: pending };
-      const event: EnvironmentEvent = {
-        type: 'sandbox.describe',
-        resourceGeneration: lease.resourceGeneration,
-        providerFence: lease.providerFence,
+  const until = Date.now() + deps.describeTimeoutMs;
+  const fences = {
+    operationId: lease.operationId,
+    resourceGeneration: lease.resourceGeneration,
+    providerFence: lease.providerFence,
+    fencingGeneration: lease.currentFencingGeneration,
+  };
+  let since: Date | null = null;
+  for (let waited = false; ; waited = true) {
+    const { value: found, sent } = await deps.runtime.step<{ share: string | null; wait: string | null }>(
+      lease.environmentId,
+      async (tx) => {
+        const read = await readOpenDescribe(tx, fences, since);
+        since = read.since;
+        const { open } = read;
+        if (open !== null && (open.state === 'Pending' || open.fresh))
+          return { event: null, value: { share: open.attemptId, wait: null } };
+        if (open !== null && !waited) return { event: null, value: { share: null, wait: open.attemptId } };
+        const event: EnvironmentEvent = {
+          type: 'sandbox.describe',
+          resourceGeneration: lease.resourceGeneration,
+          providerFence: lease.providerFence,
+        };
+        return { event, value: { share: null, wait: null } };
+      },
+      context,
+    );
+    const remaining = Math.max(0, until - Date.now());
+    if (found.wait !== null) {
+      const row = await deps.runner.runNow(found.wait, remaining);
+      const ended = row !== null && row.state !== 'Pending' && row.state !== 'Dispatched';
+      if (!ended) return observationOf(row, deps.describeTimeoutMs);
+      if (until <= Date.now()) return pendingObservation(deps.describeTimeoutMs);
+      continue;
+    }
+    const opened =
+      sent?.accepted === true ? sent.effects.find((e) => e.kind === 'provider')?.attemptId : null;
+    const attemptId = found.share ?? opened ?? null;
+    if (attemptId === null) {
+      return {
+        exact: false,
+        phase: null,
+        finished: null,
+        error: { code: 'lease-moved-on', message: 'the lease is no longer Active with these fences' },
       };
-      return { event, value: null };
-    },
-    context,
-  );
-  const opened = sent?.accepted === true ? sent.effects.find((e) => e.kind === 'provider')?.attemptId : null;
-  const attemptId = shared ?? opened ?? null;
-  if (attemptId === null) {
-    return {
-      exact: false,
-      phase: null,
-      finished: null,
-      error: { code: 'lease-moved-on', message: 'the lease is no longer Active with these fences' },
-    };
+    }
+    return observationOf(await deps.runner.runNow(attemptId, remaining), deps.describeTimeoutMs);
   }
-  return observationOf(await deps.runner.runNow(attemptId, deps.describeTimeoutMs), deps.describeTimeoutMs);
 }

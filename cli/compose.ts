@@ -227,6 +227,7 @@ export async function composeSandlot(
         callTimeoutMs: config.workers.callTimeoutMs,
         reconcileEveryMs: config.workers.reconcileEveryMs,
         observeEveryMs: config.workers.observeEveryMs,
+        backoffMaxMs: config.workers.backoffMaxMs,
         queueLockMs: config.workers.queueLockMs,
         prefix: config.workers.prefix,
         processEffects: options.workers !== false,

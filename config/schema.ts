@@ -129,6 +129,7 @@ const envObject = z.object({
     .optional(),
   SANDLOT_RECONCILE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   SANDLOT_OBSERVE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
+  SANDLOT_RECONCILE_BACKOFF_MAX_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   SANDLOT_QUEUE_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(5_000),
   SANDLOT_BULLMQ_PREFIX: z
     .string()
@@ -283,6 +284,7 @@ function toConfig(env: Env): Config {
       callTimeoutMs: env.SANDLOT_CALL_TIMEOUT_MS,
       reconcileEveryMs: env.SANDLOT_RECONCILE_EVERY_MS,
       observeEveryMs: env.SANDLOT_OBSERVE_EVERY_MS,
+      backoffMaxMs: env.SANDLOT_RECONCILE_BACKOFF_MAX_MS,
       queueLockMs: env.SANDLOT_QUEUE_LOCK_MS,
       prefix: env.SANDLOT_BULLMQ_PREFIX,
     },

@@ -64,6 +64,8 @@ export interface Config {
     callTimeoutMs: number;
     reconcileEveryMs: number;
     observeEveryMs: number;
+    /** The longest a lease waits between listings or describes that keep failing (store/backoff.ts). */
+    backoffMaxMs: number;
     /** BullMQ job lock (and stall check) period: how soon a dead process's jobs run again. */
     queueLockMs: number;
     prefix: string;

@@ -100,11 +100,21 @@ export async function readAttemptEnvironment(q: Queryable, attemptId: string): P
   return rows[0]?.environmentId ?? null;
 }
 
+/** A describe of a lease that has not ended: what a caller wanting a fresh observation may share. */
+export interface OpenDescribe {
+  attemptId: string;
+  state: 'Pending' | 'Dispatched';
+  /** Opened at or after `since`: its answer is fresh for a caller that arrived then. */
+  fresh: boolean;
+}
+
 /**
- * A describe of this lease opened under these fences and not dispatched yet: a caller that wants a
- * fresh observation may share it, since it will be dispatched after now.
+ * The newest describe of this lease opened under these fences and not ended: Pending (it will be
+ * dispatched after now, so any caller may share it), or Dispatched and within its deadline (its
+ * call is in flight; a caller that arrived before it was opened may wait for it but must not count
+ * its answer as fresh). A Dispatched describe past its deadline is not open: the reconciler expires it.
  */
-export async function readPendingDescribe(
+export async function readOpenDescribe(
   q: Queryable,
   fences: {
     operationId: string;
@@ -112,15 +122,23 @@ export async function readPendingDescribe(
     providerFence: number;
     fencingGeneration: number;
   },
-): Promise<string | null> {
-  const { rows } = await q.query<{ attemptId: string }>(
-    `SELECT attempt_id AS "attemptId" FROM provider_attempts
-      WHERE operation_id = $1 AND kind = 'describe' AND state = 'Pending'
-        AND resource_generation = $2 AND provider_fence = $3 AND fencing_generation = $4
-      ORDER BY created_at DESC LIMIT 1`,
-    [fences.operationId, fences.resourceGeneration, fences.providerFence, fences.fencingGeneration],
+  since: Date | null,
+): Promise<{ open: OpenDescribe | null; since: Date }> {
+  // `since` null: the caller arrives now, by the database's clock (the one created_at is on).
+  const { rows } = await q.query<{ since: Date; open: OpenDescribe | null }>(
+    `WITH t AS (SELECT coalesce($5::timestamptz, now()) AS since)
+     SELECT t.since, (SELECT json_build_object('attemptId', attempt_id, 'state', state,
+                                               'fresh', created_at >= t.since)
+                        FROM provider_attempts
+                       WHERE operation_id = $1 AND kind = 'describe'
+                         AND (state = 'Pending' OR (state = 'Dispatched' AND deadline_at > clock_timestamp()))
+                         AND resource_generation = $2 AND provider_fence = $3 AND fencing_generation = $4
+                       ORDER BY created_at DESC LIMIT 1) AS open
+       FROM t`,
+    [fences.operationId, fences.resourceGeneration, fences.providerFence, fences.fencingGeneration, since],
   );
-  return rows[0]?.attemptId ?? null;
+  const row = rows[0];
+  return { open: row?.open ?? null, since: row?.since ?? new Date() };
 }
 
 export async function readAttemptsOfOperation(q: Queryable, operationId: string): Promise<AttemptRow[]> {

@@ -2,6 +2,7 @@
 // sandbox_leases_one_current (migration 0002) as well as by the machine; old generations stay.
 import { authorityLapseCodes, currentLeaseStates } from '../machines/environment-context.ts';
 import type { WorkspaceMount } from '../providers/provider.ts';
+import { defaultBackoff, type Backoff } from './backoff.ts';
 import type { Queryable } from './db.ts';
 
 const current = [...currentLeaseStates];
@@ -202,33 +203,114 @@ export async function readLeaseByOperation(q: Queryable, operationId: string): P
   return rows[0] ?? null;
 }
 
-/** Environments whose current lease waits for reconciliation (the reconciler's work list). */
 /**
- * Leases waiting in ReconciliationRequired that reconciliation can move: a lease parked for a lapsed
- * authority is left to a caller who holds authority (the machine would refuse it anyway).
+ * Leases waiting in ReconciliationRequired that reconciliation can move now (the reconciler's work
+ * list). A lease parked for a lapsed authority is left to a caller who holds authority (the machine
+ * would refuse it anyway). A lease whose listing is still Pending or Dispatched is skipped: its
+ * answer is awaited, never raced by another. A lease whose listings since its last other attempt
+ * all ended without settling it waits after the n-th of them as store/backoff.ts says, longer when
+ * its provider fails for most of its waiting leases; the first listing of an episode is never held.
  */
-export async function leasesNeedingReconciliation(q: Queryable, limit: number): Promise<LeaseRow[]> {
+export async function leasesNeedingReconciliation(
+  q: Queryable,
+  limit: number,
+  now: Date = new Date(),
+  backoff: Backoff = defaultBackoff,
+): Promise<LeaseRow[]> {
   const { rows } = await q.query<LeaseRow>(
-    `SELECT ${columns} FROM sandbox_leases
-      WHERE state = 'ReconciliationRequired'
-        AND (failure IS NULL OR NOT (failure->>'code' = ANY($2::text[])))
-      ORDER BY updated_at LIMIT $1`,
-    [limit, [...authorityLapseCodes]],
+    `WITH waiting AS (
+       SELECT l.*, l.provider_identity->>'providerId' AS provider, tried.n, tried.last_state,
+              tried.last_at, tried.last_id
+         FROM sandbox_leases l
+         CROSS JOIN LATERAL (
+           SELECT count(*)::int AS n,
+                  (array_agg(a.state ORDER BY a.created_at DESC, a.attempt_id DESC))[1] AS last_state,
+                  (array_agg(a.attempt_id ORDER BY a.created_at DESC, a.attempt_id DESC))[1] AS last_id,
+                  max(coalesce(a.resolved_at, a.updated_at)) AS last_at
+             FROM provider_attempts a
+            WHERE a.operation_id = l.operation_id AND a.resource_generation = l.resource_generation
+              AND a.kind = 'listOwned'
+              AND a.created_at > coalesce((
+                    SELECT max(b.created_at) FROM provider_attempts b
+                     WHERE b.operation_id = l.operation_id AND b.resource_generation = l.resource_generation
+                       AND b.kind <> 'listOwned'), '-infinity'::timestamptz)
+         ) tried
+        WHERE l.state = 'ReconciliationRequired'
+          AND (l.failure IS NULL OR NOT (l.failure->>'code' = ANY($2::text[])))
+     ),
+     failing AS (
+       SELECT provider FROM waiting WHERE n > 0 GROUP BY provider
+       HAVING count(*) >= $6
+          AND 2 * count(*) FILTER (WHERE last_state IN ('Unknown', 'Failed')) >= count(*)
+     )
+     SELECT ${columns} FROM waiting w
+      WHERE w.n = 0
+         OR (w.last_state NOT IN ('Pending', 'Dispatched')
+             AND w.last_at + make_interval(secs => least($5::float8,
+                   $4::float8 * power(2, least(w.n - 1, 30))
+                   * CASE WHEN w.provider IN (SELECT provider FROM failing) THEN $7::float8 ELSE 1 END)
+                 * (0.5 + 0.5 * ((hashtext(w.last_id)::bigint + 2147483648) / 4294967296.0)) / 1000)
+               <= $3)
+      ORDER BY w.updated_at LIMIT $1`,
+    [
+      limit,
+      [...authorityLapseCodes],
+      now,
+      backoff.baseMs,
+      backoff.maxMs,
+      backoff.providerQuorum,
+      backoff.providerFactor,
+    ],
   );
   return rows;
 }
 
 /**
  * Active leases, least recently observed first (never observed first of all), so every pass of the
- * observer reaches further down the list and no lease waits behind the same `limit` others.
+ * observer reaches further down the list and no lease waits behind the same `limit` others. A lease
+ * whose describes keep failing is left out until its backoff ends (recordObservation).
  */
-export async function activeLeases(q: Queryable, limit: number): Promise<LeaseRow[]> {
+export async function activeLeases(q: Queryable, limit: number, now: Date = new Date()): Promise<LeaseRow[]> {
   const { rows } = await q.query<LeaseRow>(
     `SELECT ${columns} FROM sandbox_leases WHERE state = 'Active'
+        AND (observe_not_before IS NULL OR observe_not_before <= $2)
       ORDER BY observed_at NULLS FIRST, updated_at, environment_id LIMIT $1`,
-    [limit],
+    [limit, now],
   );
   return rows;
+}
+
+/**
+ * Records how the observer's describe of a lease ended: an answer clears its backoff; no answer
+ * (failed, uncertain, not in time) counts one more failure in a row and holds the lease back from
+ * the observer as store/backoff.ts says, `factor` times longer when its provider is failing.
+ */
+export async function recordObservation(
+  q: Queryable,
+  lease: { environmentId: string; resourceGeneration: number },
+  answered: boolean,
+  now: Date,
+  backoff: Backoff,
+  factor = 1,
+): Promise<void> {
+  if (answered) {
+    await q.query(
+      `UPDATE sandbox_leases SET observe_failures = 0, observe_not_before = NULL
+        WHERE environment_id = $1 AND resource_generation = $2 AND observe_failures > 0`,
+      [lease.environmentId, lease.resourceGeneration],
+    );
+    return;
+  }
+  // The right-hand side sees the old count: the n-th failure waits base · 2^(n−1).
+  await q.query(
+    `UPDATE sandbox_leases SET observe_failures = observe_failures + 1,
+            observe_not_before = $3::timestamptz + make_interval(secs => least($5::float8,
+              $4::float8 * power(2, least(observe_failures, 30)) * $6::float8)
+              * (0.5 + 0.5 * ((hashtext(environment_id || ':' || observe_failures)::bigint + 2147483648)
+                 / 4294967296.0)) / 1000)
+      WHERE environment_id = $1 AND resource_generation = $2`,
+    [lease.environmentId, lease.resourceGeneration, now, backoff.baseMs, backoff.maxMs, factor],
+  );
 }
 
 /** Stamps the moment a describe of the lease was opened (the observer's ordering key). */

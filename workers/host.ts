@@ -23,6 +23,7 @@ import { OutboxRelay } from './outbox-relay.ts';
 import { observerTask } from './observer.ts';
 import { reconcilerTask } from './reconciler.ts';
 import { InProcessScheduler, type Scheduler } from './scheduler.ts';
+import { backoffWithMax, defaultBackoff } from '../store/backoff.ts';
 
 export interface WorkerSettings {
   redisUrl?: string;
@@ -35,6 +36,8 @@ export interface WorkerSettings {
   lateSweepMs?: number;
   /** Period of the observer that describes Active leases (default 15 s). */
   observeEveryMs?: number;
+  /** The longest a lease waits between listings or describes that keep failing (default 30 s). */
+  backoffMaxMs?: number;
   republishAfterMs?: number;
   /** BullMQ job lock and stall-check period (default 5 s). */
   queueLockMs?: number;
@@ -118,18 +121,26 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
   let scheduler: Scheduler | null = null;
   if (processing) {
     const runner = runnerDeps(deps, settings.callTimeoutMs);
+    const backoff = backoffWithMax(settings.backoffMaxMs ?? defaultBackoff.maxMs);
     queue.start(effectProcessor(runner));
     const tasks = [
       reconcilerTask(
         {
           ...runner,
           logger,
+          backoff,
           ...(settings.lateSweepMs === undefined ? {} : { lateSweepMs: settings.lateSweepMs }),
         },
         settings.reconcileEveryMs ?? 5_000,
       ),
       observerTask(
-        { ...runner, runner: attemptRunner(runner), logger, describeTimeoutMs: runner.callTimeoutMs },
+        {
+          ...runner,
+          runner: attemptRunner(runner),
+          logger,
+          backoff,
+          describeTimeoutMs: runner.callTimeoutMs,
+        },
         settings.observeEveryMs ?? 15_000,
       ),
     ];

@@ -1,13 +1,16 @@
 // The observer: a periodic task that describes Active leases exactly, through the one attempt
 // runner, so phases stay current and a sandbox whose run finished (Finished=True,
 // PodSucceeded/PodFailed) retires its placement without anyone asking. It never releases the
-// Environment; retirement only ends the lease. Leases are taken least recently observed first.
+// Environment; retirement only ends the lease. Leases are taken least recently observed first; one
+// whose describes keep failing waits longer each time (store/backoff.ts), and a provider that fails
+// for most of the leases asked in a pass is asked about no more of them in that pass.
 import type { Logger } from 'pino';
 import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { AttemptDeps } from '../actors/attempts.ts';
 import type { AttemptRunner } from '../actors/ports.ts';
 import { observeLease } from '../actors/sandbox-observe.ts';
-import { activeLeases } from '../store/leases.ts';
+import { defaultBackoff, type Backoff } from '../store/backoff.ts';
+import { activeLeases, recordObservation } from '../store/leases.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
 export interface ObserverDeps extends AttemptDeps {
@@ -17,15 +20,49 @@ export interface ObserverDeps extends AttemptDeps {
   batchSize?: number;
   /** Counts the sandboxes it retires (default: not counted). */
   metrics?: SandlotMetrics;
+  /** How long a lease whose describes keep failing is left alone (default store/backoff.ts). */
+  backoff?: Backoff;
+  now?: () => Date;
 }
 
+/** Observations that say nothing about the provider (the lease moved on under the observer). */
+const notAboutProvider = new Set(['lease-moved-on', 'superseded']);
+
 export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Promise<number> {
+  const backoff = deps.backoff ?? defaultBackoff;
+  const now = deps.now ?? (() => new Date());
   let retired = 0;
-  for (const lease of await activeLeases(deps.db, deps.batchSize ?? 100)) {
+  // Per provider, this pass: describes that got an answer or not. A provider failing for most of
+  // its leases is asked no more this pass, and each lease it failed waits longer.
+  const asked = new Map<string, { tried: number; failed: number }>();
+  const failing = (tally: { tried: number; failed: number }) =>
+    tally.tried >= backoff.providerQuorum && 2 * tally.failed >= tally.tried;
+  let held = 0;
+  for (const lease of await activeLeases(deps.db, deps.batchSize ?? 100, now())) {
     if (signal?.aborted === true) break;
+    const recorded = lease.providerIdentity['providerId'];
+    const providerId = typeof recorded === 'string' ? recorded : '';
+    const tally = asked.get(providerId) ?? { tried: 0, failed: 0 };
+    asked.set(providerId, tally);
+    if (failing(tally)) {
+      held++;
+      continue;
+    }
     try {
       const observation = await observeLease(deps, lease, { actor: deps.actor, source: 'observer' });
-      if (observation?.finished != null) retired++;
+      if (observation === null || notAboutProvider.has(observation.error?.code ?? '')) continue;
+      const answered = observation.error === null;
+      tally.tried++;
+      if (!answered) tally.failed++;
+      await recordObservation(
+        deps.db,
+        lease,
+        answered,
+        now(),
+        backoff,
+        failing(tally) ? backoff.providerFactor : 1,
+      );
+      if (observation.finished != null) retired++;
     } catch (error) {
       // A quarantined Environment, a lost race: the others still get observed.
       const { environmentId, operationId, resourceGeneration, providerFence } = lease;
@@ -36,6 +73,10 @@ export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Pro
     }
   }
   if (retired > 0) deps.logger.info({ retired }, 'observer retired finished sandboxes');
+  if (held > 0) {
+    const providers = [...asked].filter(([, t]) => failing(t)).map(([id]) => id);
+    deps.logger.warn({ providers, held }, 'observer held back leases of a provider that is not answering');
+  }
   deps.metrics?.observerRetired.inc(retired);
   return retired;
 }

@@ -1,6 +1,7 @@
 // The reconciler: a periodic task, safe on any number of processes. It (1) moves attempts stuck in
 // Dispatched past their deadline to Unknown, which puts the lease in ReconciliationRequired,
-// (2) asks every lease in ReconciliationRequired to reconcile through an exact listOwned, and
+// (2) asks every lease in ReconciliationRequired to reconcile through an exact listOwned (one listing
+// at a time per lease, later each time one fails: store/backoff.ts), and
 // (3) sweeps terminal leases for late resources (an exact owner listing, twice, some time after
 // the lease ended), and (4) claims late-resource cleanup items that are pending (or whose claim
 // expired), one claim per item, each claim opening the item's release attempt.
@@ -20,6 +21,7 @@ import {
   sweepsDue,
 } from '../store/leases.ts';
 import { leasesNeedingReconciliation } from '../store/leases.ts';
+import type { Backoff } from '../store/backoff.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
 export interface ReconcilerDeps extends AttemptDeps {
@@ -32,6 +34,8 @@ export interface ReconcilerDeps extends AttemptDeps {
   lateSweepMs?: number;
   /** Counts each pass and what it did (default: not counted). */
   metrics?: SandlotMetrics;
+  /** How long a lease whose listings keep failing waits before the next (default store/backoff.ts). */
+  backoff?: Backoff;
 }
 
 export interface ReconcileReport {
@@ -96,7 +100,7 @@ export async function reconcileOnce(deps: ReconcilerDeps, signal?: AbortSignal):
   );
   const reconciling = await forEach(
     deps,
-    await leasesNeedingReconciliation(deps.db, limit),
+    await leasesNeedingReconciliation(deps.db, limit, now, deps.backoff),
     signal,
     { message: 'could not start reconciliation', subject: byEnvironment },
     (lease) =>
