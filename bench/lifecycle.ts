@@ -598,7 +598,13 @@ function targets(r: Results, o: BenchOptions): Target[] {
   return list;
 }
 
-/** Runs `step`; a failure becomes a note and `fallback`, so one broken part never hides the rest. */
+/** The phases that failed in this run: the bench reports them at the end and exits 1. */
+const failedPhases: string[] = [];
+
+/**
+ * Runs `step`; a failure becomes a note and `fallback`, so one broken part never hides the rest,
+ * and is counted in `failedPhases`, so the run still ends in failure naming it.
+ */
 async function attempt<T>(notes: string[], what: string, fallback: T, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
@@ -606,6 +612,7 @@ async function attempt<T>(notes: string[], what: string, fallback: T, step: () =
     const message = error instanceof Error ? error.message : String(error);
     notes.push(`${what} failed: ${message.split('\n').slice(0, 3).join(' | ')}`);
     status(`${what} failed: ${message.split('\n')[0] ?? ''}`);
+    failedPhases.push(what);
     return fallback;
   }
 }
@@ -776,6 +783,12 @@ export async function main(argv: string[]): Promise<void> {
     );
     await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
     status(`results in ${file}; ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s in all`);
+    for (const why of results.peers?.skipped ?? []) failedPhases.push(`peers (${why})`);
+    if (failedPhases.length > 0) {
+      throw new Error(
+        `${failedPhases.length} phase(s) failed: ${failedPhases.join('; ')} (see the notes above)`,
+      );
+    }
   } finally {
     await probe.close();
     if (o.keepDatabase) status(`kept database ${database.name}`);

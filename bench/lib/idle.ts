@@ -129,8 +129,10 @@ async function copyPlans(client: pg.Client): Promise<CopyPlan[]> {
     column_name: string;
     column_default: string | null;
   }>(
+    // Generated columns (sandbox_host_assignments.previous_sequence) take no value: they follow.
     `SELECT table_name, column_name, column_default FROM information_schema.columns
-      WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`,
+      WHERE table_schema = current_schema() AND is_generated = 'NEVER'
+      ORDER BY table_name, ordinal_position`,
   );
   const byTable = new Map<string, Array<{ name: string; serial: boolean }>>();
   for (const row of rows) {
