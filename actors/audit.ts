@@ -40,6 +40,7 @@ import {
 } from '../store/audit-queries.ts';
 import type { Database } from '../store/db.ts';
 import type { JournalEntry } from '../store/journal.ts';
+import { COMPACTED } from '../store/prune.ts';
 import { environmentDefinition } from './environment-definition.ts';
 
 export interface AuditOptions {
@@ -293,6 +294,8 @@ async function auditJournals(db: Database): Promise<{
         result.gaps.push(gap);
         continue; // A journal with a hole cannot be replayed past it.
       }
+      // A compacted journal has no start to replay from; its summary stands for what was checked.
+      if (compactedThrough(entries) > 0) continue;
       const mismatch = replayJournal(environment.environmentId, entries);
       if (mismatch !== null) result.disallowed.push(mismatch);
     }
@@ -300,15 +303,28 @@ async function auditJournals(db: Database): Promise<{
   }
 }
 
-/** Revisions must be exactly 1..revision, each once (the primary key rules out repeats). */
+/** Revisions 1..n that a compacted journal's summary row (revision 0) stands for, else 0. */
+export function compactedThrough(entries: readonly JournalEntry[]): number {
+  const first = entries[0];
+  if (first?.revision !== 0 || first.eventType !== COMPACTED) return 0;
+  const through = (first.event as { through?: unknown } | null)?.through;
+  return typeof through === 'number' ? through : 0;
+}
+
+/**
+ * Revisions must be exactly 1..revision, each once (the primary key rules out repeats); in a
+ * compacted journal (store/prune.ts), the summary at revision 0 and then through+1..revision.
+ */
 export function journalGap(
   environment: AuditEnvironment,
   entries: readonly JournalEntry[],
 ): JournalGap | null {
-  const present = new Set(entries.map((e) => e.revision));
+  const through = compactedThrough(entries);
+  const rows = through > 0 ? entries.slice(1) : entries;
+  const present = new Set(rows.map((e) => e.revision));
   const missing: number[] = [];
-  for (let r = 1; r <= environment.revision; r++) if (!present.has(r)) missing.push(r);
-  const extra = entries.map((e) => e.revision).filter((r) => r < 1 || r > environment.revision);
+  for (let r = through + 1; r <= environment.revision; r++) if (!present.has(r)) missing.push(r);
+  const extra = rows.map((e) => e.revision).filter((r) => r <= through || r > environment.revision);
   if (missing.length === 0 && extra.length === 0) return null;
   return { environmentId: environment.environmentId, revision: environment.revision, missing, extra };
 }

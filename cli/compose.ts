@@ -228,6 +228,8 @@ export async function composeSandlot(
         reconcileEveryMs: config.workers.reconcileEveryMs,
         observeEveryMs: config.workers.observeEveryMs,
         backoffMaxMs: config.workers.backoffMaxMs,
+        pruneEveryMs: config.workers.pruneEveryMs,
+        retentionDays: config.workers.retentionDays,
         queueLockMs: config.workers.queueLockMs,
         prefix: config.workers.prefix,
         processEffects: options.workers !== false,

@@ -35,6 +35,14 @@ function parsePositiveMs(value: string): number {
   return ms;
 }
 
+/** Days to keep: a whole number 1-36500, as SANDLOT_RETENTION_DAYS takes. */
+function parseRetentionDays(value: string): number {
+  const days = Number(value);
+  if (!/^\d+$/.test(value.trim()) || days < 1 || days > 36_500)
+    throw new InvalidArgumentError(`must be whole days 1-36500, got "${value}"`);
+  return days;
+}
+
 /** Help text's closing lines: one or more examples. */
 const examples = (...lines: string[]) =>
   `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`;
@@ -200,6 +208,25 @@ function buildProgram(): Command {
       examples('DATABASE_URL=postgres://… sandlot audit', 'sandlot audit --json | jq .counts'),
     )
     .action(async (options: { json: boolean }) => (await import('./audit.ts')).auditCommand(options));
+
+  command(program, 'prune')
+    .description(
+      'delete acknowledged outbox rows and compact the journals of long-released Environments (what workers do every SANDLOT_PRUNE_EVERY_MS)',
+    )
+    .option('--dry-run', 'count what would go; change nothing', false)
+    .option(
+      '--retention-days <days>',
+      'keep journals of Environments released fewer days ago (default SANDLOT_RETENTION_DAYS, 30)',
+      parseRetentionDays,
+    )
+    .option('--json', 'print the counts as one JSON object', false)
+    .addHelpText(
+      'after',
+      examples('sandlot prune --dry-run', 'DATABASE_URL=postgres://… sandlot prune --retention-days 7'),
+    )
+    .action(async (options: { dryRun: boolean; json: boolean; retentionDays?: number }) =>
+      (await import('./prune.ts')).pruneCommand(options),
+    );
 
   command(program, 'inspector')
     .description('run the local inspector relay: a page that frames the Stately inspector, and its WebSocket')

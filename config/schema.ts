@@ -130,6 +130,8 @@ const envObject = z.object({
   SANDLOT_RECONCILE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   SANDLOT_OBSERVE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   SANDLOT_RECONCILE_BACKOFF_MAX_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  SANDLOT_PRUNE_EVERY_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(600_000),
+  SANDLOT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   SANDLOT_QUEUE_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(5_000),
   SANDLOT_BULLMQ_PREFIX: z
     .string()
@@ -285,6 +287,8 @@ function toConfig(env: Env): Config {
       reconcileEveryMs: env.SANDLOT_RECONCILE_EVERY_MS,
       observeEveryMs: env.SANDLOT_OBSERVE_EVERY_MS,
       backoffMaxMs: env.SANDLOT_RECONCILE_BACKOFF_MAX_MS,
+      pruneEveryMs: env.SANDLOT_PRUNE_EVERY_MS,
+      retentionDays: env.SANDLOT_RETENTION_DAYS,
       queueLockMs: env.SANDLOT_QUEUE_LOCK_MS,
       prefix: env.SANDLOT_BULLMQ_PREFIX,
     },

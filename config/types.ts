@@ -66,6 +66,10 @@ export interface Config {
     observeEveryMs: number;
     /** The longest a lease waits between listings or describes that keep failing (store/backoff.ts). */
     backoffMaxMs: number;
+    /** Period of the pruner (workers/pruner.ts). */
+    pruneEveryMs: number;
+    /** Days a Released Environment's journal is kept whole before it is compacted. */
+    retentionDays: number;
     /** BullMQ job lock (and stall check) period: how soon a dead process's jobs run again. */
     queueLockMs: number;
     prefix: string;

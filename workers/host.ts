@@ -22,6 +22,7 @@ import { InProcessEffectQueue } from './in-process-effect-queue.ts';
 import { OutboxRelay } from './outbox-relay.ts';
 import { observerTask } from './observer.ts';
 import { reconcilerTask } from './reconciler.ts';
+import { prunerTask } from './pruner.ts';
 import { InProcessScheduler, type Scheduler } from './scheduler.ts';
 import { backoffWithMax, defaultBackoff } from '../store/backoff.ts';
 
@@ -38,6 +39,10 @@ export interface WorkerSettings {
   observeEveryMs?: number;
   /** The longest a lease waits between listings or describes that keep failing (default 30 s). */
   backoffMaxMs?: number;
+  /** Period of the pruner (default 10 min). */
+  pruneEveryMs?: number;
+  /** Days a Released Environment's journal is kept whole (default 30). */
+  retentionDays?: number;
   republishAfterMs?: number;
   /** BullMQ job lock and stall-check period (default 5 s). */
   queueLockMs?: number;
@@ -142,6 +147,10 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
           describeTimeoutMs: runner.callTimeoutMs,
         },
         settings.observeEveryMs ?? 15_000,
+      ),
+      prunerTask(
+        { db: deps.db, logger, retentionDays: settings.retentionDays ?? 30 },
+        settings.pruneEveryMs ?? 600_000,
       ),
     ];
     scheduler =

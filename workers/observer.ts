@@ -3,14 +3,15 @@
 // PodSucceeded/PodFailed) retires its placement without anyone asking. It never releases the
 // Environment; retirement only ends the lease. Leases are taken least recently observed first; one
 // whose describes keep failing waits longer each time (store/backoff.ts), and a provider that fails
-// for most of the leases asked in a pass is asked about no more of them in that pass.
+// for most of the leases asked in a pass is asked about no more of them in that pass. A pass runs
+// up to `concurrency` describes at once (8).
 import type { Logger } from 'pino';
 import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { AttemptDeps } from '../actors/attempts.ts';
 import type { AttemptRunner } from '../actors/ports.ts';
 import { observeLease } from '../actors/sandbox-observe.ts';
 import { defaultBackoff, type Backoff } from '../store/backoff.ts';
-import { activeLeases, recordObservation } from '../store/leases.ts';
+import { activeLeases, recordObservation, type LeaseRow } from '../store/leases.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
 export interface ObserverDeps extends AttemptDeps {
@@ -23,6 +24,8 @@ export interface ObserverDeps extends AttemptDeps {
   /** How long a lease whose describes keep failing is left alone (default store/backoff.ts). */
   backoff?: Backoff;
   now?: () => Date;
+  /** Describes in flight at once in one pass (default 8). */
+  concurrency?: number;
 }
 
 /** Observations that say nothing about the provider (the lease moved on under the observer). */
@@ -38,19 +41,18 @@ export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Pro
   const failing = (tally: { tried: number; failed: number }) =>
     tally.tried >= backoff.providerQuorum && 2 * tally.failed >= tally.tried;
   let held = 0;
-  for (const lease of await activeLeases(deps.db, deps.batchSize ?? 100, now())) {
-    if (signal?.aborted === true) break;
+  const observeOne = async (lease: LeaseRow): Promise<void> => {
     const recorded = lease.providerIdentity['providerId'];
     const providerId = typeof recorded === 'string' ? recorded : '';
     const tally = asked.get(providerId) ?? { tried: 0, failed: 0 };
     asked.set(providerId, tally);
     if (failing(tally)) {
       held++;
-      continue;
+      return;
     }
     try {
       const observation = await observeLease(deps, lease, { actor: deps.actor, source: 'observer' });
-      if (observation === null || notAboutProvider.has(observation.error?.code ?? '')) continue;
+      if (observation === null || notAboutProvider.has(observation.error?.code ?? '')) return;
       const answered = observation.error === null;
       tally.tried++;
       if (!answered) tally.failed++;
@@ -71,7 +73,17 @@ export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Pro
         'could not observe lease',
       );
     }
-  }
+  };
+  // A few describes at once, never one lease at a time: each lane takes the next lease.
+  const leases = await activeLeases(deps.db, deps.batchSize ?? 100, now());
+  let next = 0;
+  const lane = async () => {
+    for (let lease = leases[next++]; lease !== undefined; lease = leases[next++]) {
+      if (signal?.aborted === true) return;
+      await observeOne(lease);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(deps.concurrency ?? 8, leases.length) }, lane));
   if (retired > 0) deps.logger.info({ retired }, 'observer retired finished sandboxes');
   if (held > 0) {
     const providers = [...asked].filter(([, t]) => failing(t)).map(([id]) => id);

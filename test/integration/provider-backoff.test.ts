@@ -86,7 +86,11 @@ describe('backoff against a failing provider', () => {
     for (let pass = 0; pass < 240; pass++) {
       clock = start + pass * 500;
       const before = (await attempts(s.environmentId, 'listOwned')).length;
-      h.provider.injectFault('listOwned', 'server-error');
+      // The fault goes in only ahead of a listing that will run (injected faults queue up).
+      const due = await leasesNeedingReconciliation(h.db, 10, new Date(clock), backoff);
+      if (due.some((l) => l.environmentId === s.environmentId)) {
+        h.provider.injectFault('listOwned', 'server-error');
+      }
       const report = await reconcileOnce(deps(new Date(clock)));
       if (report.reconciling === 0) continue;
       opened.push(clock);
@@ -189,6 +193,8 @@ describe('backoff against a failing provider', () => {
       ),
       describeTimeoutMs: 2_000,
       batchSize: 1_000,
+      // One at a time, so the quorum is reached exactly (lanes in flight would each finish theirs).
+      concurrency: 1,
     });
     // Every describe of this pass fails: after 4 (the quorum), the provider is held back.
     const before = await describes();
