@@ -48,6 +48,8 @@ export interface Services {
   resume: ResumeService;
   resumeBootstrap: ResumeBootstrapService;
   placementRelease: PlacementReleaseService;
+  /** Long-poll wake-ups; other processes' commits are announced to it (workers/change-feed.ts). */
+  changes: EnvironmentChanges;
 }
 
 /** The Environment actor runtime; committed effects go nowhere until `setEffectSink`. */
@@ -104,6 +106,7 @@ export function createServices(deps: {
     suspend: new SuspendService(deps),
     workspaceFlush: new WorkspaceFlushService({ ...deps, agentHost }),
     placementRelease: new PlacementReleaseService(deps),
+    changes,
     resume: new ResumeService({ ...deps, agentHost, sandbox }),
     resumeBootstrap: new ResumeBootstrapService({ ...deps, agentHost }),
   };

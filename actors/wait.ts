@@ -1,9 +1,10 @@
 // Long-poll reads (`?wait=`): a read that waits until the Environment's revision passes the one the
 // caller saw, or until its deadline, instead of the caller polling. Every lease change is a
-// transition, so a new revision covers the lease as well. Wake-ups come from two places: this
-// process's own commits (the runtime's commit listeners), and, for commits made by other processes,
-// one read per tick (`watchEveryMs`) of the revisions of every Environment waited on here, taken
-// only while someone waits. Not NOTIFY: a NOTIFY in the commit transaction takes PostgreSQL's
+// transition, so a new revision covers the lease as well. Wake-ups come from three places: this
+// process's own commits (the runtime's commit listeners); other processes' commits announced over
+// Redis (workers/change-feed.ts, where Redis is configured); and, as the fallback that needs
+// neither, one read per tick (`watchEveryMs`) of the revisions of every Environment waited on here,
+// taken only while someone waits. Not NOTIFY: a NOTIFY in the commit transaction takes PostgreSQL's
 // database-wide notify lock at every commit (measured: half the transitions/s at 32 clients), and
 // one sent after commit costs a transaction ID per batch; a shared read costs neither.
 // A wake-up only prompts a re-read: the answer is always what the database says.
@@ -62,6 +63,14 @@ export class EnvironmentChanges {
     deps.runtime.onCommitted((notice) => {
       if (notice.outcome === 'committed') this.#changed(notice.environmentId, notice.revision);
     });
+  }
+
+  /**
+   * A commit another process announced (workers/change-feed.ts): wakes whoever waits on the
+   * Environment to re-read it. Never trusted beyond that.
+   */
+  announce(environmentId: string, revision: number): void {
+    this.#changed(environmentId, revision);
   }
 
   /** Waiting requests now. */

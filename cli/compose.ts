@@ -48,6 +48,7 @@ import { SandboxHostProvider } from '../providers/sandbox-host/provider.ts';
 import { loadSandboxHostSettings, type SandboxHostSettings } from '../providers/sandbox-host/settings.ts';
 import { loadTrust } from '../providers/sandbox-host/trust-store.ts';
 import { attemptRunner } from '../workers/effect-processor.ts';
+import { startChangeFeed, type ChangeFeed } from '../workers/change-feed.ts';
 import { runnerDeps, startWorkers, type WorkerHost } from '../workers/host.ts';
 import { InProcessEffectQueue } from '../workers/in-process-effect-queue.ts';
 import { countCommits, stateSources } from '../workers/metrics-sources.ts';
@@ -172,6 +173,7 @@ export async function composeSandlot(
   let inspection: QueueInspection | null = null;
   let metricsServer: MetricsServer | null = null;
   let controlListener: ControlListener | null = null;
+  let changeFeed: ChangeFeed | null = null;
   // One registry per process, and only when something will scrape it.
   const metrics: SandlotMetrics | undefined = config.metrics === undefined ? undefined : createMetrics();
   const measured = metrics === undefined ? {} : { metrics };
@@ -238,6 +240,16 @@ export async function composeSandlot(
     // The dashboard and the queue gauges read BullMQ through their own handles (absent without Redis).
     if (config.redisUrl !== undefined)
       inspection = inspectQueues(config.redisUrl, config.workers.prefix, logger);
+    // Long-poll reads here wake at other processes' commits, not at the next tick of the shared read.
+    if (config.redisUrl !== undefined) {
+      changeFeed = await startChangeFeed({
+        redis: config.redisUrl,
+        prefix: config.workers.prefix,
+        runtime,
+        onChange: (environmentId, revision) => services.changes.announce(environmentId, revision),
+        logger,
+      });
+    }
     const app = createApp({
       db,
       services,
@@ -275,6 +287,7 @@ export async function composeSandlot(
     const listener = metricsServer;
     const control = controlListener;
     const queues = inspection;
+    const feed = changeFeed;
     let closing: Promise<void> | undefined;
     return {
       db,
@@ -295,6 +308,7 @@ export async function composeSandlot(
           await listener?.close();
           await workers?.close();
           await queues?.close();
+          await feed?.close();
           await held.close?.();
           await db.close();
         })();
@@ -305,6 +319,7 @@ export async function composeSandlot(
     await controlListener?.close().catch(() => undefined);
     await metricsServer?.close().catch(() => undefined);
     await inspection?.close().catch(() => undefined);
+    await changeFeed?.close().catch(() => undefined);
     await workers?.close().catch(() => undefined);
     await provider?.close?.().catch(() => undefined);
     await db.close();

@@ -39,7 +39,8 @@ export const usage = `Usage: npm run bench -- [options]
   --n N                 lifecycles per point (default 200; quick 30)
   --clients LIST        lifecycles in flight, comma-separated (default 1,8,64; quick 1,8)
   --poll-ms MS          pause between polling reads of one lifecycle (default 50)
-  --poll-query Q        extra query for polling reads, e.g. wait=5s (a long-poll parameter)
+  --poll-query Q        query of the HTTP reads that wait for a change (default wait=10s: long-poll,
+                        so no polling delay of the bench's own; '' polls every --poll-ms instead)
   --pgbench-seconds S   pgbench duration per client count (default 5; quick 2)
   --entry dist|tsx      children run the compiled build (default; quick: tsx) or cli/sandlot.mjs
   --log-level LEVEL     LOG_LEVEL of the children (default info, as in production)
@@ -80,7 +81,8 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       n: { type: 'string' },
       clients: { type: 'string' },
       'poll-ms': { type: 'string' },
-      'poll-query': { type: 'string', default: '' },
+      // Event-driven by default: each read is a long-poll, so the bench adds no polling delay of its own.
+      'poll-query': { type: 'string', default: 'wait=10s' },
       'pgbench-seconds': { type: 'string' },
       entry: { type: 'string' },
       'log-level': { type: 'string', default: 'info' },
