@@ -17,6 +17,7 @@ import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import {
   markDispatched,
   readAttempt,
+  readAttemptAcknowledging,
   readAttemptEnvironment,
   recordLateResult,
   resolveAttempt,
@@ -26,7 +27,7 @@ import { readCleanup, readOwnerFence } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
 import type { EnvironmentRow } from '../store/environments.ts';
 import { countSweepListed, readCurrentLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
-import { acknowledgeAttemptOutbox } from '../store/outbox-relay-queries.ts';
+import { EnvironmentNotFoundError } from './errors.ts';
 import type { ProjectsAuthority, RunSelectionSource } from './ports.ts';
 import { authorityLapseOf, releaseSubjectOf } from './result-authority.ts';
 import type { ActorRuntime } from './runtime.ts';
@@ -117,25 +118,61 @@ function stillCurrent(attempt: AttemptRow, lease: LeaseRow | null): lease is Lea
   );
 }
 
-/** Runs `body` as a runtime step on the attempt's Environment, with the attempt read under its lock. */
+/** What a step on an attempt does with it under the Environment's lock: the event, and its answer. */
+type AttemptStep<T> = (
+  tx: Queryable,
+  attempt: AttemptRow,
+  row: EnvironmentRow,
+) => Promise<{ event: EnvironmentEvent | null; value: T }>;
+
+/** A step that found its attempt under another Environment than the one it was told. */
+const wrongEnvironment = Symbol('wrong environment');
+
+/**
+ * Runs `body` as a runtime step on the attempt's Environment, with the attempt read under its lock.
+ * `environmentId`, where the caller knows it (a queue job's hint, an attempt it already read),
+ * saves the lookup; a hint the attempt row does not bear out is dropped and the lookup made.
+ */
 async function onAttempt<T>(
   deps: AttemptDeps,
   attemptId: string,
   missing: T,
-  body: (
-    tx: Queryable,
-    attempt: AttemptRow,
-    row: EnvironmentRow,
-  ) => Promise<{ event: EnvironmentEvent | null; value: T }>,
+  body: AttemptStep<T>,
+  environmentId?: string,
+  read: (q: Queryable, attemptId: string) => Promise<AttemptRow | null> = readAttempt,
 ): Promise<T> {
+  if (environmentId !== undefined) {
+    const told = await stepOn(deps, environmentId, attemptId, missing, body, read).catch(
+      (error: unknown): typeof wrongEnvironment => {
+        // No such Environment: the hint was wrong, not the attempt.
+        if (error instanceof EnvironmentNotFoundError) return wrongEnvironment;
+        throw error;
+      },
+    );
+    if (told !== wrongEnvironment) return told;
+  }
   // The Environment of an attempt never changes, so it may be read before the lock.
-  const environmentId = await readAttemptEnvironment(deps.db, attemptId);
-  if (environmentId === null) return missing;
-  const { value } = await deps.runtime.step(
+  const found = await readAttemptEnvironment(deps.db, attemptId);
+  if (found === null) return missing;
+  const value = await stepOn(deps, found, attemptId, missing, body, read);
+  return value === wrongEnvironment ? missing : value;
+}
+
+async function stepOn<T>(
+  deps: AttemptDeps,
+  environmentId: string,
+  attemptId: string,
+  missing: T,
+  body: AttemptStep<T>,
+  read: (q: Queryable, attemptId: string) => Promise<AttemptRow | null>,
+): Promise<T | typeof wrongEnvironment> {
+  const { value } = await deps.runtime.step<T | typeof wrongEnvironment>(
     environmentId,
     async (tx, row) => {
-      const attempt = await readAttempt(tx, attemptId);
-      return attempt === null ? { event: null, value: missing } : body(tx, attempt, row);
+      const attempt = await read(tx, attemptId);
+      if (attempt === null) return { event: null, value: missing };
+      if (attempt.environmentId !== environmentId) return { event: null, value: wrongEnvironment };
+      return body(tx, attempt, row);
     },
     { actor: deps.actor, source: 'worker' },
   );
@@ -146,13 +183,14 @@ export function beginAttempt(
   deps: AttemptDeps,
   attemptId: string,
   callTimeoutMs: number,
+  environmentId?: string,
 ): Promise<BeginResult> {
   return onAttempt<BeginResult>(
     deps,
     attemptId,
     { dispatch: false, reason: 'missing' },
+    // Read with its outbox rows acknowledged (one statement): the queue delivered it.
     async (tx, attempt) => {
-      await acknowledgeAttemptOutbox(tx, attemptId);
       // Re-delivery of a dispatched or resolved attempt is a no-op; the reconciler owns overdue ones.
       if (attempt.state !== 'Pending')
         return { event: null, value: { dispatch: false, reason: 'not-pending' } };
@@ -175,6 +213,8 @@ export function beginAttempt(
       await markDispatched(tx, attemptId, deadline);
       return { event: null, value: { dispatch: true, attempt, deadline } };
     },
+    environmentId,
+    readAttemptAcknowledging,
   );
 }
 
@@ -414,75 +454,85 @@ export function completeAttempt(
   deps: AttemptDeps,
   attemptId: string,
   outcome: AttemptOutcome,
+  environmentId?: string,
 ): Promise<boolean> {
-  return onAttempt(deps, attemptId, false, async (tx, attempt, row) => {
-    if (attempt.kind === 'cleanup')
-      return { event: await completeCleanup(tx, attempt, outcome), value: true };
-    if (attempt.kind === 'sweep') return { event: await completeSweep(tx, attempt, outcome), value: true };
-    if (attempt.kind === 'buildTest')
-      return { event: await completeBuildTest(tx, attempt, outcome), value: true };
-    const settled = attempt.state !== 'Dispatched' && attempt.state !== 'Unknown';
-    // A describe or renew settled elsewhere has nothing left to tell.
-    if (settled && (attempt.kind === 'describe' || attempt.kind === 'renew'))
-      return { event: null, value: false };
-    if (attempt.kind === 'renew') {
-      await recordOutcome(tx, attempt, outcome);
-      const error = outcome.state === 'Succeeded' ? null : outcome.error;
-      return { event: renewedEvent(attempt, outcome.state, error), value: true };
-    }
-    let authorityLapse: { code: string; message: string } | undefined;
-    if (attempt.kind !== 'describe') {
-      const lease = await readLeaseByOperation(tx, attempt.operationId);
-      const terminal = lease === null || !isCurrentLeaseState(lease.state);
-      if (settled || terminal)
-        return { event: await lateResult(tx, attempt, outcome, lease), value: !settled };
-      // A success that moves the lease (to Active, Released, or back to work) is committed under
-      // fresh authority: a provision or listing's under the provisioner's, a release's under the
-      // caller that asked for it (a lifecycle release: the provisioner's).
-      const moves =
-        outcome.state === 'Succeeded' &&
-        (((attempt.kind === 'provision' || attempt.kind === 'listOwned') &&
-          (lease.state === 'Provisioning' || lease.state === 'ReconciliationRequired')) ||
-          (attempt.kind === 'release' &&
-            (lease.state === 'Releasing' || lease.state === 'ReconciliationRequired')));
-      if (moves) {
-        const subject = attempt.kind === 'release' ? await releaseSubjectOf(tx, lease) : lease.requestedBy;
-        authorityLapse = await authorityLapseOf(deps, tx, row, subject);
+  return onAttempt(
+    deps,
+    attemptId,
+    false,
+    async (tx, attempt, row) => {
+      if (attempt.kind === 'cleanup')
+        return { event: await completeCleanup(tx, attempt, outcome), value: true };
+      if (attempt.kind === 'sweep') return { event: await completeSweep(tx, attempt, outcome), value: true };
+      if (attempt.kind === 'buildTest')
+        return { event: await completeBuildTest(tx, attempt, outcome), value: true };
+      const settled = attempt.state !== 'Dispatched' && attempt.state !== 'Unknown';
+      // A describe or renew settled elsewhere has nothing left to tell.
+      if (settled && (attempt.kind === 'describe' || attempt.kind === 'renew'))
+        return { event: null, value: false };
+      if (attempt.kind === 'renew') {
+        await recordOutcome(tx, attempt, outcome);
+        const error = outcome.state === 'Succeeded' ? null : outcome.error;
+        return { event: renewedEvent(attempt, outcome.state, error), value: true };
       }
-    }
-    await recordOutcome(tx, attempt, outcome);
-    if (attempt.kind === 'describe') {
-      const lease = await readCurrentLease(tx, attempt.environmentId);
-      const observed = observedEvent(attempt, lease, outcome);
-      // An observation that changes an Active lease (its phase, its placement) is committed under
-      // the provisioner's fresh authority; one that retires the lease (finished, lost) needs none.
-      if (observed?.type !== 'sandbox.observed' || observed.finished !== null || lease?.state !== 'Active')
-        return { event: observed, value: true };
-      const lapse = await authorityLapseOf(deps, tx, row, lease.requestedBy);
-      return { event: lapse === undefined ? observed : { ...observed, authorityLapse: lapse }, value: true };
-    }
-    const kind = attempt.kind;
-    const event: EnvironmentEvent =
-      outcome.state === 'Succeeded'
-        ? {
-            type: 'provider.succeeded',
-            ...fencesOf(attempt, kind),
-            resource: outcome.resource ?? null,
-            receipt: outcome.receipt ?? null,
-            resources: outcome.resources ?? null,
-            ...(outcome.settledCalls === undefined ? {} : { settledCalls: outcome.settledCalls }),
-            ...(authorityLapse === undefined ? {} : { authorityLapse }),
-          }
-        : outcome.state === 'Failed'
+      let authorityLapse: { code: string; message: string } | undefined;
+      if (attempt.kind !== 'describe') {
+        const lease = await readLeaseByOperation(tx, attempt.operationId);
+        const terminal = lease === null || !isCurrentLeaseState(lease.state);
+        if (settled || terminal)
+          return { event: await lateResult(tx, attempt, outcome, lease), value: !settled };
+        // A success that moves the lease (to Active, Released, or back to work) is committed under
+        // fresh authority: a provision or listing's under the provisioner's, a release's under the
+        // caller that asked for it (a lifecycle release: the provisioner's).
+        const moves =
+          outcome.state === 'Succeeded' &&
+          (((attempt.kind === 'provision' || attempt.kind === 'listOwned') &&
+            (lease.state === 'Provisioning' || lease.state === 'ReconciliationRequired')) ||
+            (attempt.kind === 'release' &&
+              (lease.state === 'Releasing' || lease.state === 'ReconciliationRequired')));
+        if (moves) {
+          const subject = attempt.kind === 'release' ? await releaseSubjectOf(tx, lease) : lease.requestedBy;
+          authorityLapse = await authorityLapseOf(deps, tx, row, subject);
+        }
+      }
+      await recordOutcome(tx, attempt, outcome);
+      if (attempt.kind === 'describe') {
+        const lease = await readCurrentLease(tx, attempt.environmentId);
+        const observed = observedEvent(attempt, lease, outcome);
+        // An observation that changes an Active lease (its phase, its placement) is committed under
+        // the provisioner's fresh authority; one that retires the lease (finished, lost) needs none.
+        if (observed?.type !== 'sandbox.observed' || observed.finished !== null || lease?.state !== 'Active')
+          return { event: observed, value: true };
+        const lapse = await authorityLapseOf(deps, tx, row, lease.requestedBy);
+        return {
+          event: lapse === undefined ? observed : { ...observed, authorityLapse: lapse },
+          value: true,
+        };
+      }
+      const kind = attempt.kind;
+      const event: EnvironmentEvent =
+        outcome.state === 'Succeeded'
           ? {
-              type: 'provider.failed',
+              type: 'provider.succeeded',
               ...fencesOf(attempt, kind),
-              error: outcome.error,
-              ...(outcome.madeNoCall === true ? { madeNoCall: true as const } : {}),
+              resource: outcome.resource ?? null,
+              receipt: outcome.receipt ?? null,
+              resources: outcome.resources ?? null,
+              ...(outcome.settledCalls === undefined ? {} : { settledCalls: outcome.settledCalls }),
+              ...(authorityLapse === undefined ? {} : { authorityLapse }),
             }
-          : { type: 'provider.unknown', ...fencesOf(attempt, kind), error: outcome.error };
-    return { event, value: true };
-  });
+          : outcome.state === 'Failed'
+            ? {
+                type: 'provider.failed',
+                ...fencesOf(attempt, kind),
+                error: outcome.error,
+                ...(outcome.madeNoCall === true ? { madeNoCall: true as const } : {}),
+              }
+            : { type: 'provider.unknown', ...fencesOf(attempt, kind), error: outcome.error };
+      return { event, value: true };
+    },
+    environmentId,
+  );
 }
 
 /**

@@ -72,9 +72,20 @@ export class Guard {
    * still the one the Environment pinned (409 run-selection-changed otherwise).
    */
   async closing(runId: string, runSelectionHash: string): Promise<void> {
-    await this.check();
-    const selection = await this.selection(runId);
+    const selection = await this.checkWithSelection(runId);
     if (selection.selectionHash !== runSelectionHash) throw new RunSelectionChangedError(runId);
+  }
+
+  /**
+   * Fresh authority and the run's selection, asked at once (two upstream round trips overlap, not
+   * follow each other). The permission's answer decides first: a caller without it learns nothing
+   * of the selection, whatever the selection service said.
+   */
+  async checkWithSelection(runId: string, via?: Queryable): Promise<RunSelection> {
+    const [checked, selection] = await Promise.allSettled([this.check(via), this.selection(runId, via)]);
+    if (checked.status === 'rejected') throw checked.reason;
+    if (selection.status === 'rejected') throw selection.reason;
+    return selection.value;
   }
 
   /** Inside the transaction, before commit: authority again, and the selection the row pinned. */
@@ -83,8 +94,7 @@ export class Guard {
       actor: this.caller.subject,
       source: 'http',
       beforeCommit: async (tx, row) => {
-        await this.check(tx);
-        const selection = await this.selection(runId, tx);
+        const selection = await this.checkWithSelection(runId, tx);
         if (selection.selectionHash !== row.runSelectionHash) throw new RunSelectionChangedError(runId);
       },
     };

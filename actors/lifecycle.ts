@@ -64,9 +64,8 @@ export class LifecycleService {
   ): Promise<{ created: boolean; view: LifecycleView }> {
     const { projectId, runId, idempotencyKey } = request;
     const guard = this.#guard(caller, projectId, writePermissions);
-    await guard.check();
     // Rechecked with authority inside the commit transaction: no check between the two.
-    const selection = await guard.selection(runId);
+    const selection = await guard.checkWithSelection(runId);
 
     const environmentId = environmentIdOf({ tenantId: caller.tenantId, projectId, runId, idempotencyKey });
     const identity = { environmentId, tenantId: caller.tenantId, projectId, runId, idempotencyKey };

@@ -35,8 +35,7 @@ export async function authorityLapseOf(
     'ReadRunSelection',
   ]);
   try {
-    await guard.check(tx);
-    const selection = await guard.selection(row.runId, tx);
+    const selection = await guard.checkWithSelection(row.runId, tx);
     if (selection.selectionHash === row.runSelectionHash) return undefined;
     return {
       code: 'run-selection-changed',

@@ -231,8 +231,7 @@ export class RuntimeProfileService {
         'the lease or its endpoint changed while the profile resolved; nothing was stored, ask again',
       );
     }
-    await guard.check(tx);
-    const selection = await guard.selection(projection.runId, tx);
+    const selection = await guard.checkWithSelection(projection.runId, tx);
     if (
       selection.selectionHash !== owner.runSelectionHash ||
       held.runSelectionHash !== owner.runSelectionHash

@@ -224,8 +224,7 @@ async function recheck(
   runId: string,
   mapping: ProfileMappingRow,
 ): Promise<void> {
-  await guard.check(tx);
-  const selection = await guard.selection(runId, tx);
+  const selection = await guard.checkWithSelection(runId, tx);
   if (selection.selectionHash !== mapping.selectionHash) throw new RuntimeProfileStaleError('selection');
 }
 

@@ -3,6 +3,7 @@
 // On the wire that is BEGIN, lock-and-read, the derived rows' writes (if any), one commit statement
 // (CAS + journal + outbox), COMMIT.
 // Effects reach workers only through outbox rows written in that same transaction.
+import { mark } from '../lib/timeline.ts';
 import { initialTransition, transition, type AnyMachineSnapshot } from 'xstate';
 import type { Database, Queryable } from '../store/db.ts';
 import {
@@ -240,7 +241,9 @@ export class ActorRuntime<TEvent extends { type: string }> {
         result = await this.#db.transaction(async (tx) => {
           const row = await lockAndReadEnvironment(tx, environmentId);
           if (row === null) throw new EnvironmentNotFoundError(environmentId);
+          mark(environmentId, 'tx: locked and read');
           const { event, value } = await prepare(tx, row);
+          mark(environmentId, `tx: prepared ${event?.type ?? '-'}`);
           handled = event;
           if (event === null) return { value, sent: null };
           return { value, sent: await this.#transition(tx, row, event, context) };
@@ -311,6 +314,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
       return { quarantined: restored.reason };
     }
     const [next, actions] = transition(this.#definition.machine, restored.snapshot, event);
+    mark(environmentId, 'tx: restored and transitioned');
     if (next === restored.snapshot) return { accepted: false, row, snapshot: restored.snapshot };
 
     const projection = this.#definition.project(next);
@@ -324,6 +328,7 @@ export class ActorRuntime<TEvent extends { type: string }> {
       actions,
       event,
     );
+    mark(environmentId, 'tx: derived rows written');
     const committed = await commitRevision(
       tx,
       {
@@ -344,7 +349,9 @@ export class ActorRuntime<TEvent extends { type: string }> {
       planned,
     );
     if (committed === null) throw new RevisionConflictError(environmentId, row.revision);
+    mark(environmentId, 'tx: revision, journal and outbox written');
     await context.beforeCommit?.(tx, committed.row);
+    mark(environmentId, 'tx: commit checks done');
     return {
       accepted: true,
       row: committed.row,

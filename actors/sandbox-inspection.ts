@@ -1,7 +1,8 @@
 // Inspecting a sandbox lease: the lease and its readiness for dispatch as conditions
-// (actors/sandbox-readiness.ts), and the long-poll (`?wait=`) that waits for a transition, or, for an
-// Active lease that is not ready, looks again every `activeRecheckMs` (its readiness moves without
-// a transition). Fresh authority before the reads and after the last one (Guard).
+// (actors/sandbox-readiness.ts), and the long-poll (`?wait=`) that answers at the next transition,
+// or, for an Active lease that is not ready, looks again after 10 ms, 20 ms, 40 ms … up to
+// `activeRecheckMs` (its readiness moves without a transition), each pause cut short by a
+// transition. Fresh authority before the reads and after the last one (Guard).
 import { setTimeout as pause } from 'node:timers/promises';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { Queryable } from '../store/db.ts';
@@ -37,6 +38,9 @@ import {
 import { leaseView, type LeaseView } from './sandbox-view.ts';
 import { maxWaitMs, type EnvironmentChanges, type WaitOptions } from './wait.ts';
 
+/** The first pause of a long-poll inspection between two looks at an Active lease not yet ready. */
+const FIRST_RECHECK_MS = 10;
+
 export interface InspectionDeps {
   db: Queryable;
   runtime: ActorRuntime<EnvironmentEvent>;
@@ -51,7 +55,10 @@ export interface InspectionDeps {
   describeTimeoutMs?: number;
   /** Long-poll inspections (`?wait=`); without it an inspection runs at once. */
   changes?: EnvironmentChanges;
-  /** How often a long-poll inspection of an Active lease that is not ready looks again (250 ms). */
+  /**
+   * The longest pause between two looks of a long-poll inspection of an Active lease that is not
+   * ready (250 ms); the first pause is 10 ms, doubled after each look.
+   */
   activeRecheckMs?: number;
 }
 
@@ -107,10 +114,9 @@ export class SandboxInspection {
     await guard.check();
     const before = await readOwnedEnvironment(db, guard.caller, address);
     const after = wait.after ?? before.revision;
-    // An Active lease's readiness moves without a transition (the sandbox starts, its Host
-    // configures, the lease runs out), so the revision cannot tell the caller's answer is stale:
-    // look again every `activeRecheckMs` until it is ready, stops being Active, or the deadline.
-    // Every other state changes only by a transition: wait for one past `after`.
+    // Every state but Active changes only by a transition: wait for one past `after`, then answer
+    // with what it shows (an Active lease not yet ready included: the caller sees it at once, and
+    // asks again for readiness).
     if ((await readCurrentLease(db, before.environmentId))?.state !== 'Active') {
       await changes.readAfterChange(
         address.environmentId,
@@ -118,34 +124,43 @@ export class SandboxInspection {
         () => readOwnedEnvironment(db, guard.caller, address),
         (row) => row.revision,
       );
-      const answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
-      if (answer.lease.state !== 'Active' || answer.readyForDispatch) return answer;
-      return this.#inspectActive(caller, address, networkPolicyGeneration, answer, deadline);
+      return this.#inspectOnce(caller, address, networkPolicyGeneration);
     }
-    // The caller saw this revision: its answer is at most one look old, so pause before the next.
-    if (before.revision <= after) await pause(Math.min(this.#recheckMs(), deadline - Date.now()));
-    const answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
-    return this.#inspectActive(caller, address, networkPolicyGeneration, answer, deadline);
+    // An Active lease's readiness moves without a transition (the sandbox starts, its Host
+    // configures, the lease runs out), so the revision cannot tell the caller's answer is stale:
+    // look again, sooner at first, until it is ready, stops being Active, or the deadline. The
+    // caller who saw this revision holds an answer at most one look old: pause before the next.
+    let pauseMs = Math.min(FIRST_RECHECK_MS, this.#recheckMs());
+    if (before.revision <= after) pauseMs = await this.#pause(address, before.revision, pauseMs, deadline);
+    let answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+    while (answer.lease.state === 'Active' && !answer.readyForDispatch && Date.now() < deadline) {
+      pauseMs = await this.#pause(address, answer.environmentRevision, pauseMs, deadline);
+      answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+    }
+    return answer;
   }
 
   #recheckMs(): number {
     return this.deps.activeRecheckMs ?? 250;
   }
 
-  /** Re-inspects an Active lease that is not ready until it is, stops being Active, or the deadline. */
-  async #inspectActive(
-    caller: Caller,
-    address: EnvironmentAddress,
-    networkPolicyGeneration: number | undefined,
-    first: { lease: LeaseView } & Readiness,
-    deadline: number,
-  ): Promise<{ lease: LeaseView } & Readiness> {
-    let answer = first;
-    while (answer.lease.state === 'Active' && !answer.readyForDispatch && Date.now() < deadline) {
-      await pause(Math.min(this.#recheckMs(), deadline - Date.now()));
-      answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+  /**
+   * Waits `pauseMs` (not past the deadline), or less if a transition past `revision` comes first;
+   * returns the next pause, doubled up to `activeRecheckMs`.
+   */
+  async #pause(address: EnvironmentAddress, revision: number, pauseMs: number, deadline: number) {
+    const { db, changes } = this.deps;
+    const waitMs = Math.max(0, Math.min(pauseMs, deadline - Date.now()));
+    if (changes === undefined) await pause(waitMs);
+    else {
+      await changes.readAfterChange(
+        address.environmentId,
+        { waitMs, after: revision },
+        async () => (await readEnvironment(db, address.environmentId))?.revision ?? revision,
+        (value) => value,
+      );
     }
-    return answer;
+    return Math.min(pauseMs * 2, this.#recheckMs());
   }
 
   async #inspectOnce(
@@ -207,12 +222,16 @@ export class SandboxInspection {
       seen.finished === null &&
       isRunning(seen.phase);
     const host = askHost ? await this.#askHost(observed, timeoutMs) : null;
+    // The revision first: everything read after it is at least as new, so a caller waiting past
+    // it misses no change. The reads after it are independent of each other and go out together.
     const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
-    const last = await readLeaseByOperation(db, first.operationId);
     const volumeId = (request?.workspace ?? first.workspace).volumeId;
-    const volume = await readVolume(db, volumeId);
-    const workspaceConflicts = await readOpenWorkspaceConflicts(db, env.environmentId, volumeId);
-    const flushed = await readLatestVerifiedFlushOfLease(db, first.operationId);
+    const [last, volume, workspaceConflicts, flushed] = await Promise.all([
+      readLeaseByOperation(db, first.operationId),
+      readVolume(db, volumeId),
+      readOpenWorkspaceConflicts(db, env.environmentId, volumeId),
+      readLatestVerifiedFlushOfLease(db, first.operationId),
+    ]);
     const conditions = readinessConditions({
       first: observed ?? first,
       last,

@@ -10,6 +10,7 @@
 // A wake-up only prompts a re-read: the answer is always what the database says.
 import type { Database, Queryable } from '../store/db.ts';
 import { readRevisions, type EnvironmentRow } from '../store/environments.ts';
+import { mark, timelineEnabled } from '../lib/timeline.ts';
 import { ActorError } from './errors.ts';
 import type { Guard } from './guard.ts';
 import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
@@ -61,7 +62,7 @@ export class EnvironmentChanges {
     this.#deps = deps;
     this.#limit = deps.maxWaiters ?? defaultMaxWaiters;
     deps.runtime.onCommitted((notice) => {
-      if (notice.outcome === 'committed') this.#changed(notice.environmentId, notice.revision);
+      if (notice.outcome === 'committed') this.#changed(notice.environmentId, notice.revision, 'own commit');
     });
   }
 
@@ -70,7 +71,7 @@ export class EnvironmentChanges {
    * Environment to re-read it. Never trusted beyond that.
    */
   announce(environmentId: string, revision: number): void {
-    this.#changed(environmentId, revision);
+    this.#changed(environmentId, revision, 'change feed');
   }
 
   /** Waiting requests now. */
@@ -141,9 +142,11 @@ export class EnvironmentChanges {
     if (set?.size === 0) this.#waiters.delete(environmentId);
   }
 
-  #changed(environmentId: string, revision: number): void {
+  #changed(environmentId: string, revision: number, how: string): void {
     const set = this.#waiters.get(environmentId);
     if (set === undefined) return;
+    if (timelineEnabled() && [...set].some((w) => w.seen < revision))
+      mark(environmentId, `waiter told of r${revision} (${how})`);
     for (const waiter of set) {
       waiter.seen = Math.max(waiter.seen, revision);
       waiter.wake?.();
@@ -169,7 +172,7 @@ export class EnvironmentChanges {
       for (const { environmentId, revision } of await readRevisions(this.#deps.db, [
         ...this.#waiters.keys(),
       ])) {
-        this.#changed(environmentId, revision);
+        this.#changed(environmentId, revision, 'revision read');
       }
     } catch {
       // A failed read wakes no one; waits still end at their deadline, and the next tick reads again.

@@ -21,6 +21,7 @@ import { pathToFileURL } from 'node:url';
 import { repoRoot } from './lib/root.ts';
 import { runEngineOnly, type EnginePoint } from './lib/engine.ts';
 import { driveHttp } from './lib/http-driver.ts';
+import { measureTimeline, type TimelineResult } from './lib/timeline.ts';
 import { parseOptions, usage, type BenchOptions } from './lib/options.ts';
 import { measureIdleEnvironments, type IdleResult } from './lib/idle.ts';
 import { interruptible, isInterrupted } from './lib/interrupt.ts';
@@ -227,6 +228,8 @@ interface Results {
   scale: { clients: number; workers: HttpPoint[]; apis: HttpPoint[]; ratios: Record<string, number> };
   tables: { inProcess: TableScaleResult | null; idle: IdleResult | null };
   peers: PeersOutcome | null;
+  /** Where one lifecycle's time goes, step by step (bench/lib/timeline.ts). */
+  timeline: TimelineResult | null;
   ratios: Ratio[];
   targets: Target[];
   notes: string[];
@@ -423,6 +426,21 @@ function printReport(r: Results): void {
       );
     }
     out.push('');
+  }
+  if (r.timeline !== null) {
+    out.push(
+      `Step timeline: ${r.timeline.lifecycles} lifecycles over HTTP, 1 client, 1 API + 1 worker; the median one, step by step (ms)`,
+    );
+    for (const s of r.timeline.segments) {
+      out.push(
+        `${s.name}: p50 ${cell(s.p50Ms)}, p99 ${cell(s.p99Ms)}`,
+        table(
+          ['at', '+', 'process', 'step'],
+          s.steps.map((x) => [x.atMs.toFixed(2), x.sinceMs.toFixed(2), x.role, x.step]),
+        ),
+        '',
+      );
+    }
   }
   out.push('Ratios');
   out.push(
@@ -663,6 +681,7 @@ export async function main(argv: string[]): Promise<void> {
     scale: { clients: scaleClients, workers: [], apis: [], ratios: {} },
     tables: { inProcess: null, idle: null },
     peers: null,
+    timeline: null,
     ratios: [],
     targets: [],
     notes,
@@ -703,6 +722,20 @@ export async function main(argv: string[]): Promise<void> {
       );
       results.scale.apis = await attempt(notes, '2 APIs + 1 worker', [], () =>
         httpSeries(o, deps, { apis: 2, workers: 1 }, [scaleClients], 'a2'),
+      );
+    }
+    if (o.timeline) {
+      results.timeline = await attempt(notes, 'step timeline', null, () =>
+        measureTimeline({
+          database,
+          entry,
+          redisUrl: o.redisUrl,
+          logLevel: o.logLevel,
+          pollQuery: o.pollQuery,
+          pollMs: o.pollMs,
+          n: o.quick ? 20 : 50,
+          warmup: o.warmup,
+        }),
       );
     }
     results.http = await httpSeries(o, deps, { apis: 1, workers: 1 }, o.clients, 'h1', async (stack) => {

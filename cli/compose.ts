@@ -33,6 +33,8 @@ import { HttpCore } from '../http/clients/core-client.ts';
 import { HttpProjectsAuthority } from '../http/clients/projects-client.ts';
 import { HttpRunSelections } from '../http/clients/run-selection-client.ts';
 import { HttpRuntimeCore } from '../http/clients/runtime-core-client.ts';
+import type { CommitListener } from '../actors/runtime.ts';
+import { enableTimeline, mark, timelineNow } from '../lib/timeline.ts';
 import { HttpRuntimeEvents } from '../http/clients/runtime-events-client.ts';
 import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
 import { createAgentSandboxBuildTestRunner } from '../providers/agent-sandbox/build-test-runner.ts';
@@ -115,7 +117,18 @@ export interface ComposeOptions {
    * serves the API does, a worker-only process does not. Ignored for other providers.
    */
   hostControl?: boolean;
+  /** This process's label in the step timeline (`api`, `worker`). */
+  role?: string;
 }
+
+/** The step timeline's marks of a commit: when its transaction began and when it committed. */
+const markCommits: CommitListener = (notice) => {
+  if (notice.outcome !== 'committed') return;
+  const now = timelineNow();
+  const what = `${notice.event.type} r${notice.revision}`;
+  mark(notice.environmentId, `commit began: ${what}`, now - notice.durationMs);
+  mark(notice.environmentId, `committed: ${what}`, now);
+};
 
 type ClosableProvider = SandboxProvider & { close?(): Promise<void> };
 
@@ -185,6 +198,10 @@ export async function composeSandlot(
     provider = chosen.provider;
     const ports = portsFor(config, db);
     const runtime = createEnvironmentRuntime(db);
+    if (config.timelineFile !== undefined) {
+      enableTimeline(config.timelineFile, options.role ?? (options.workers === false ? 'api' : 'process'));
+      runtime.onCommitted(markCommits);
+    }
     if (metrics !== undefined) runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
     runtime.onCommitted(
       reportWorkspaceConflicts(logger, metrics && (() => metrics.workspaceConflicts.inc())),

@@ -27,7 +27,11 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   const logger = processLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, 'starting sandlot');
   // The API process also serves the sandbox hosts' private control listener (sandbox-host only).
-  const sandlot = await composeSandlot(config, logger, { workers: options.workers, hostControl: true });
+  const sandlot = await composeSandlot(config, logger, {
+    workers: options.workers,
+    hostControl: true,
+    role: options.workers === false ? 'api' : 'serve',
+  });
   const inspection = await startInspection(sandlot.runtime, options.inspect, logger);
   // While it runs, `sandlot history` and `inspect` must not open the embedded database too.
   const unmark = await markEmbeddedServe(config);

@@ -21,7 +21,7 @@ export async function workerCommand(options: WorkerOptions): Promise<void> {
   }
   const logger = processLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, 'starting sandlot worker');
-  const sandlot = await composeSandlot(config, logger, { workers: true });
+  const sandlot = await composeSandlot(config, logger, { workers: true, role: 'worker' });
   const inspection = await startInspection(sandlot.runtime, options.inspect, logger);
   process.stdout.write(
     `sandlot worker running (${config.redisUrl === undefined ? 'in-process queue' : 'bullmq'})\n`,

@@ -130,6 +130,7 @@ const envObject = z.object({
   SANDLOT_RECONCILE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
   SANDLOT_OBSERVE_EVERY_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   SANDLOT_RECONCILE_BACKOFF_MAX_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  SANDLOT_TIMELINE_FILE: z.string().min(1).optional(),
   SANDLOT_PRUNE_EVERY_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(600_000),
   SANDLOT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   SANDLOT_QUEUE_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(5_000),
@@ -270,6 +271,7 @@ function toConfig(env: Env): Config {
     ...(production && env.SANDLOT_CORE_TOKEN_FILE !== undefined
       ? { coreToken: coreTokenFile(env.SANDLOT_CORE_TOKEN_FILE) }
       : {}),
+    ...(env.SANDLOT_TIMELINE_FILE === undefined ? {} : { timelineFile: env.SANDLOT_TIMELINE_FILE }),
     ...(env.SANDLOT_METRICS_PORT === undefined
       ? {}
       : { metrics: { host: env.SANDLOT_METRICS_HOST, port: env.SANDLOT_METRICS_PORT } }),

@@ -57,6 +57,8 @@ export interface Config {
   /** Events' base URL for protected material (SANDLOT_EVENTS_URL); production only (embedded stands in). */
   eventsUrl?: string;
   simulated: { seed: number; faults?: FaultPlan };
+  /** Append the step timeline here (SANDLOT_TIMELINE_FILE, lib/timeline.ts; unset: off). */
+  timelineFile?: string;
   /** Where GET /metrics listens, apart from the API (SANDLOT_METRICS_PORT; unset: no listener). */
   metrics?: { host: string; port: number };
   workers: {

@@ -31,6 +31,7 @@ import { requestContext } from './request-context.ts';
 import { runtimeProfileRoutes } from './routes/runtime-profiles.ts';
 import { runtimeResumeRoutes } from './routes/runtime-resume.ts';
 import { runtimeSuspendRoutes } from './routes/runtime-suspend.ts';
+import { mark, timelineEnabled } from '../lib/timeline.ts';
 import { sandboxRoutes } from './routes/sandbox.ts';
 
 export interface AppDeps {
@@ -54,6 +55,17 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     defaultHook: (result) => {
       if (!result.success) throw invalidRequest(result.error, result.target);
     },
+  });
+
+  // The opt-in step timeline (lib/timeline.ts): when a request about an Environment arrived and
+  // when its answer was ready.
+  app.use(async (c, next) => {
+    const key = timelineEnabled() ? environmentOfPath(c.req.path) : null;
+    if (key === null) return next();
+    const route = `${c.req.method} ${routeOfPath(c.req.path)}`;
+    mark(key, `${route} received`);
+    await next();
+    mark(key, `${route} answered ${c.res.status}`);
   });
 
   // Request ID, the request's child logger, one access line and the latency histogram.
@@ -134,4 +146,14 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     app.route('/', adminRuntimeEventsRoutes(deps.db));
   }
   return app;
+}
+
+/** The Environment a request path names (`…/environments/<id>/…`), for the step timeline. */
+function environmentOfPath(path: string): string | null {
+  return /\/environments\/([^/?]+)/.exec(path)?.[1] ?? null;
+}
+
+/** The path below the Environment (`sandbox/provision`, `lifecycle`), for the step timeline. */
+function routeOfPath(path: string): string {
+  return /\/environments\/[^/?]+\/?(.*)$/.exec(path)?.[1] || 'environment';
 }

@@ -91,6 +91,21 @@ export async function readAttempt(q: Queryable, attemptId: string): Promise<Atte
   return rows[0] ?? null;
 }
 
+/**
+ * The attempt, and its outbox rows marked handled, in one statement: what a worker does first when
+ * a job for the attempt reaches it (the queue delivered it; the relay need not publish it again).
+ */
+export async function readAttemptAcknowledging(q: Queryable, attemptId: string): Promise<AttemptRow | null> {
+  const { rows } = await q.query<AttemptRow>(
+    `WITH acknowledged AS (
+       UPDATE outbox SET acknowledged_at = now() WHERE attempt_id = $1 AND acknowledged_at IS NULL
+     )
+     SELECT ${columns} FROM provider_attempts WHERE attempt_id = $1`,
+    [attemptId],
+  );
+  return rows[0] ?? null;
+}
+
 /** The Environment an attempt belongs to (it never changes, so it may be read before locking). */
 export async function readAttemptEnvironment(q: Queryable, attemptId: string): Promise<string | null> {
   const { rows } = await q.query<{ environmentId: string }>(

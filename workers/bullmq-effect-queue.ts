@@ -141,7 +141,11 @@ export class BullmqEffectQueue implements EffectQueue {
       this.options.metrics?.jobWaitSeconds.observe({ queue: EFFECTS_QUEUE }, waited);
     }
     try {
-      await processor({ attemptId: job.data.attemptId }, jobSignal);
+      const { attemptId, environmentId } = job.data;
+      await processor(
+        typeof environmentId === 'string' ? { attemptId, environmentId } : { attemptId },
+        jobSignal,
+      );
     } catch (error) {
       if (jobSignal.aborted && this.closing !== undefined && token !== undefined) {
         // Shutdown interrupted the job: hand it back for another worker without spending one of

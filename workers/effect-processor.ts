@@ -15,6 +15,7 @@ import { classifyProviderFailure } from '../providers/errors.ts';
 import type { CallOptions, OwnerBinding, ProviderResource, SandboxProvider } from '../providers/provider.ts';
 import { canonicalJson } from '../lib/canonical-json.ts';
 import type { SandlotMetrics } from '../lib/metrics.ts';
+import { mark, timelineNow } from '../lib/timeline.ts';
 import { readAttempt, readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
 import { readLeaseByOperation } from '../store/leases.ts';
 import type { EffectJob, EffectProcessor } from './effect-queue.ts';
@@ -340,17 +341,24 @@ export async function runAttempt(
   deps: EffectProcessorDeps,
   attemptId: string,
   signal: AbortSignal,
+  environmentId?: string,
 ): Promise<boolean> {
-  const begun = await beginAttempt(deps, attemptId, deps.callTimeoutMs);
+  const picked = timelineNow();
+  const begun = await beginAttempt(deps, attemptId, deps.callTimeoutMs, environmentId);
   if (!begun.dispatch) {
     deps.logger.debug({ attemptId, reason: begun.reason }, 'attempt not dispatched');
     return false;
   }
+  const env = begun.attempt.environmentId;
+  const kind = begun.attempt.kind;
+  mark(env, `${kind} attempt picked up`, picked);
+  mark(env, `${kind} attempt dispatched`);
   const callSignal = AbortSignal.any([signal, AbortSignal.timeout(deps.callTimeoutMs)]);
   let outcome: AttemptOutcome;
   try {
     const refusal =
       (await providerRefusal(deps, begun.attempt)) ?? (await networkPolicyRefusal(deps, begun.attempt));
+    mark(env, `${kind} checks done (provider, network policy)`);
     // A refusal made no call: it proves something about this attempt only (the machine keeps any
     // earlier uncertain call of the operation unresolved).
     outcome =
@@ -362,7 +370,8 @@ export async function runAttempt(
   } catch (error) {
     outcome = failureOutcome(begun.attempt, error);
   }
-  await completeAttempt(deps, attemptId, outcome);
+  mark(env, `${kind} provider answered`);
+  await completeAttempt(deps, attemptId, outcome, env);
   const level = begun.attempt.kind === 'describe' ? 'debug' : 'info';
   const error = outcome.state === 'Succeeded' ? {} : { code: outcome.error.code };
   deps.logger[level]({ ...attemptFields(begun.attempt), state: outcome.state, ...error }, 'attempt resolved');
@@ -371,7 +380,7 @@ export async function runAttempt(
 
 export function effectProcessor(deps: EffectProcessorDeps): EffectProcessor {
   return async (job: EffectJob, signal: AbortSignal) => {
-    await runAttempt(deps, job.attemptId, signal);
+    await runAttempt(deps, job.attemptId, signal, job.environmentId);
   };
 }
 

@@ -5,6 +5,11 @@ import { InvalidAttemptIdError } from './errors.ts';
 
 export interface EffectJob {
   attemptId: string;
+  /**
+   * The attempt's Environment, where the publisher knows it: saves the processor one lookup. Only
+   * a hint: the processor checks it against the attempt row under the Environment's lock.
+   */
+  environmentId?: string;
 }
 
 /** Must honour `signal`: it aborts on shutdown and when another worker may have taken the job. */
@@ -44,7 +49,11 @@ export function distinctJobs(jobs: readonly EffectJob[]): EffectJob[] {
     assertAttemptId(job.attemptId);
     if (seen.has(job.attemptId)) continue;
     seen.add(job.attemptId);
-    out.push({ attemptId: job.attemptId });
+    out.push(
+      typeof job.environmentId === 'string' && job.environmentId !== ''
+        ? { attemptId: job.attemptId, environmentId: job.environmentId }
+        : { attemptId: job.attemptId },
+    );
   }
   return out;
 }

@@ -27,6 +27,7 @@ export interface InProcessEffectQueueOptions {
 
 interface Entry {
   attemptId: string;
+  environmentId?: string;
   attempt: number;
   /** performance.now() at publish. */
   queuedAt: number;
@@ -64,10 +65,10 @@ export class InProcessEffectQueue implements EffectQueue {
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    for (const { attemptId } of distinct) {
-      if (this.known.has(attemptId)) continue;
-      this.known.add(attemptId);
-      this.waiting.push({ attemptId, attempt: 1, queuedAt: performance.now() });
+    for (const job of distinct) {
+      if (this.known.has(job.attemptId)) continue;
+      this.known.add(job.attemptId);
+      this.waiting.push({ ...job, attempt: 1, queuedAt: performance.now() });
     }
     // Deferred so a publish from inside a transaction returns before any processor starts.
     setImmediate(() => this.pump());
@@ -105,7 +106,11 @@ export class InProcessEffectQueue implements EffectQueue {
     let failed = false;
     let failure: unknown;
     try {
-      await processor({ attemptId: entry.attemptId }, controller.signal);
+      const { attemptId, environmentId } = entry;
+      await processor(
+        environmentId === undefined ? { attemptId } : { attemptId, environmentId },
+        controller.signal,
+      );
     } catch (error) {
       failed = true;
       failure = error;

@@ -3,6 +3,7 @@
 // re-published every `republishAfterMs` until its attempt has left Pending.
 import type { Logger } from 'pino';
 import { createLogger } from '../lib/logger.ts';
+import { mark } from '../lib/timeline.ts';
 import type { Database, Queryable } from '../store/db.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import {
@@ -113,10 +114,14 @@ export class OutboxRelay {
    * as soon as it leaves Pending, well within one poll interval.
    */
   async publishNow(rows: readonly OutboxRow[]): Promise<void> {
-    const jobs = rows.flatMap((row) => (row.attemptId === null ? [] : [{ attemptId: row.attemptId }]));
+    const jobs = rows.flatMap((row) =>
+      row.attemptId === null ? [] : [{ attemptId: row.attemptId, environmentId: row.environmentId }],
+    );
     if (jobs.length === 0) return;
     try {
       await this.queue.publish(jobs);
+      for (const row of rows)
+        if (row.attemptId !== null) mark(row.environmentId, 'effect handed to the queue');
     } catch (error) {
       this.logger.warn(
         { err: error, attempts: jobs.length },

@@ -21,6 +21,8 @@ export interface DriveOptions {
   tag: string;
   label: string;
   lifecycleTimeoutMs?: number;
+  /** Hears the client's own steps of each lifecycle (the step timeline: bench/lib/timeline.ts). */
+  onStep?: (environmentId: string, step: string) => void;
 }
 
 export interface DriveResult {
@@ -82,12 +84,15 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       await call('register', 'POST', ENVIRONMENTS, { idempotencyKey: key }),
       [201],
     );
-    const base = `${ENVIRONMENTS}/${String(registered['environmentId'])}`;
+    const environmentId = String(registered['environmentId']);
+    const step = (what: string) => options.onStep?.(environmentId, `client: ${what}`);
+    const base = `${ENVIRONMENTS}/${environmentId}`;
     const volume = expect(
       'workspace',
       await call('workspace', 'POST', `${base}/workspace-volumes`, { idempotencyKey: 'ws-1' }),
       [201],
     );
+    step('provision sent');
     expect(
       'provision',
       await call('provision', 'POST', `${base}/sandbox/provision`, {
@@ -104,6 +109,7 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       [202],
     );
     const provisioned = performance.now();
+    step('provision answered 202');
     let active = false;
     // With a long-poll query, name the revision already seen (`after`), as a client must: without
     // it the wait starts from whatever revision is current when it begins, and can miss a change.
@@ -122,6 +128,7 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       if (!active && lease?.state === 'Active') {
         active = true;
         samples.add('provision→Active', performance.now() - provisioned);
+        step('saw the lease Active');
       }
       if (seen['readyForDispatch'] === true) break;
       if (performance.now() > deadline)
@@ -129,7 +136,8 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       if (extra === '') await sleep(pollMs);
     }
     samples.add('provision→ready', performance.now() - provisioned);
-    const releasing = performance.now();
+    step('saw readyForDispatch');
+    step('release sent');
     const released = expect(
       'release',
       await call('release', 'POST', `${base}/release`, {
@@ -138,6 +146,9 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       }),
       [200, 202],
     );
+    // Like provision→Active, from the answer: the hand-off after the request's commit.
+    const releasing = performance.now();
+    step('release answered');
     let state = released['state'];
     let revision = released['revision'];
     while (state !== 'Released') {
@@ -157,6 +168,7 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       revision = read['revision'];
     }
     samples.add('release→Released', performance.now() - releasing);
+    step('saw Released');
     samples.add('whole lifecycle', performance.now() - started);
   };
 

@@ -30,6 +30,8 @@ export interface BenchOptions {
   idleReleasedShare: number;
   keepDatabase: boolean;
   privatePostgres: boolean;
+  /** The step timeline of one lifecycle (bench/lib/timeline.ts). */
+  timeline: boolean;
 }
 
 export const usage = `Usage: npm run bench -- [options]
@@ -50,6 +52,7 @@ export const usage = `Usage: npm run bench -- [options]
   --no-peers            skip the DBOS and Restate peers (otherwise installed when missing:
                         npm ci --prefix bench/peers)
   --scale / --no-scale  1 vs 2 workers and 1 vs 2 API processes (default on, quick too)
+  --no-timeline         skip the step timeline (one lifecycle's steps across the processes)
   --no-tables           skip 1k vs 100k Environments (in-process cost; API process RSS and cost)
   --small N / --large N Environments in the tables for those (default 1000 / 100000)
   --keep-database       keep the bench_<time> database for inspection
@@ -93,6 +96,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       scale: { type: 'boolean' },
       'no-scale': { type: 'boolean', default: false },
       'no-tables': { type: 'boolean', default: false },
+      'no-timeline': { type: 'boolean', default: false },
       small: { type: 'string' },
       large: { type: 'string' },
       'keep-database': { type: 'boolean', default: false },
@@ -128,5 +132,6 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     idleReleasedShare: quick ? 0.1 : 1,
     keepDatabase: values['keep-database'],
     privatePostgres: values['private-postgres'],
+    timeline: !values['no-timeline'],
   };
 }

@@ -155,6 +155,8 @@ export interface StackOptions {
   apis: number;
   workers: number;
   logLevel: string;
+  /** More environment variables for the Sandlot children (the step timeline's file). */
+  extraEnv?: Record<string, string>;
 }
 
 export interface Stack {
@@ -200,6 +202,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     SANDLOT_RUN_SELECTION_URL: fake.runSelectionUrl,
     HOST: '127.0.0.1',
     LOG_LEVEL: options.logLevel,
+    ...options.extraEnv,
   };
   const apis: Child[] = [];
   const workers: Child[] = [];

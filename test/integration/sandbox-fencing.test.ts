@@ -2,13 +2,13 @@
 // reconcile naming an old (or unknown) resource generation or provider fence are 409 stale-fence and
 // change nothing; a worker holding an attempt whose lease was abandoned resolves it Superseded
 // without calling the provider. And abandon itself: fence first, then release, replayable by key.
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { runAttempt } from '../../workers/effect-processor.ts';
 import { backends } from '../support/databases.ts';
 import type { Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
 import {
+  attemptDepsOf,
   countingProvider,
   environmentRows,
   inFreshHarness,
@@ -156,17 +156,7 @@ describe.each(backends)('fences (%s)', (backend) => {
       expect(await json(abandoned)).toMatchObject({ state: 'Releasing', currentFencingGeneration: 2 });
 
       const provider = countingProvider(h.provider);
-      const deps = {
-        db: h.db,
-        runtime: h.runtime,
-        actor: 'worker:test',
-        provider,
-        networkPolicies: h.networkPolicies,
-        authority: h.authority,
-        selections: h.selections,
-        logger: pino({ level: 'silent' }),
-        callTimeoutMs: 2_000,
-      };
+      const deps = attemptDepsOf(h, provider);
       await runAttempt(deps, provisionAttempt, new AbortController().signal);
       expect(provider.calls).toEqual({ provision: 0, describe: 0, listOwned: 0, renew: 0, release: 0 });
       const superseded = await environmentRows(h.db, s.environmentId);

@@ -162,6 +162,47 @@ describe('readiness needs an explicit configured phase', () => {
   });
 });
 
+describe('a long-poll inspection of a lease still provisioning', () => {
+  it('answers at the transition to Active, not only once the lease is ready', async () => {
+    const handle = await openBackend('postgres');
+    // The Host never configures, so the lease never gets ready: only the transition can end the wait.
+    const host = new EmbeddedAgentHost({ db: handle.db, autoConfigure: false });
+    const h = await buildHarness(handle.db, {
+      workers: { callTimeoutMs: 20_000 },
+      agentHost: host,
+      provider: { faults: { script: [{ operation: 'provision', call: 1, fault: 'latency', ms: 3_000 }] } },
+    });
+    try {
+      const s = await setupScenario(h, { run: 'run-wait-active' });
+      const provisioned = await h.request('POST', `${s.base}/sandbox/provision`, {
+        token: s.token,
+        body: provisionBody(s),
+      });
+      expect(provisioned.status).toBe(202);
+      const before = await json<Inspection>(
+        await h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=1`, { token: s.token }),
+      );
+      expect(before.lease['state']).toBe('Provisioning');
+      const started = Date.now();
+      const answer = await json<Inspection>(
+        await h.request(
+          'GET',
+          `${s.base}/sandbox?networkPolicyGeneration=1&wait=30s&after=${before.environmentRevision}`,
+          { token: s.token },
+        ),
+      );
+      expect(answer.lease['state']).toBe('Active');
+      expect(answer.readyForDispatch).toBe(false);
+      expect(answer.environmentRevision).toBeGreaterThan(before.environmentRevision);
+      // Well before the wait's 30 s deadline, which is when a wait for readiness would have ended.
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      await h.close();
+      await handle.close();
+    }
+  });
+});
+
 describe.skipIf(skipWithoutCrds)(
   'readiness, placement and renewal on the Agent Sandbox adapter (fake API)',
   () => {

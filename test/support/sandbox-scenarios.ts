@@ -5,6 +5,7 @@
 import pino from 'pino';
 import type { SandboxProvider } from '../../providers/provider.ts';
 import type { Database } from '../../store/db.ts';
+import type { EffectProcessorDeps } from '../../workers/effect-processor.ts';
 import { startWorkers, type WorkerHost, type WorkerSettings } from '../../workers/host.ts';
 import { openBackend, type BackendName } from './databases.ts';
 import { allPermissions, buildHarness, type Harness, type HarnessOptions } from './harness.ts';
@@ -211,6 +212,21 @@ export type CallCounts = Record<'provision' | 'describe' | 'listOwned' | 'renew'
  * Wraps a provider: counts every call by operation, and runs `before` ahead of each call (to look at
  * the database at the instant the provider is contacted). Identity and options pass through.
  */
+/** What `runAttempt` needs to run one attempt by hand in a test, with `provider` as the provider. */
+export function attemptDepsOf(h: Harness, provider: SandboxProvider): EffectProcessorDeps {
+  return {
+    db: h.db,
+    runtime: h.runtime,
+    actor: 'worker:test',
+    provider,
+    networkPolicies: h.networkPolicies,
+    authority: h.authority,
+    selections: h.selections,
+    logger: pino({ level: 'silent' }),
+    callTimeoutMs: 2_000,
+  };
+}
+
 export function countingProvider(
   inner: SandboxProvider,
   before?: (operation: keyof CallCounts, request: unknown) => Promise<void>,
