@@ -126,12 +126,14 @@ export class SandboxInspection {
       );
       return this.#inspectOnce(caller, address, networkPolicyGeneration);
     }
+    // A transition the caller has not seen (its lease became Active, say): that is the answer.
+    if (before.revision > after) return this.#inspectOnce(caller, address, networkPolicyGeneration);
     // An Active lease's readiness moves without a transition (the sandbox starts, its Host
     // configures, the lease runs out), so the revision cannot tell the caller's answer is stale:
     // look again, sooner at first, until it is ready, stops being Active, or the deadline. The
-    // caller who saw this revision holds an answer at most one look old: pause before the next.
+    // caller saw this revision, so holds an answer at most one look old: pause before the next.
     let pauseMs = Math.min(FIRST_RECHECK_MS, this.#recheckMs());
-    if (before.revision <= after) pauseMs = await this.#pause(address, before.revision, pauseMs, deadline);
+    pauseMs = await this.#pause(address, before.revision, pauseMs, deadline);
     let answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
     while (answer.lease.state === 'Active' && !answer.readyForDispatch && Date.now() < deadline) {
       pauseMs = await this.#pause(address, answer.environmentRevision, pauseMs, deadline);

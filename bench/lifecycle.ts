@@ -699,7 +699,15 @@ export async function main(argv: string[]): Promise<void> {
     }
     if (o.engine) {
       results.engine = await attempt(notes, 'engine-only', [], () =>
-        runEngineOnly({ n: o.n, clients: o.clients, pollMs: o.pollMs, warmup: o.warmup, database }),
+        runEngineOnly({
+          n: o.n,
+          clients: o.clients,
+          pollMs: o.pollMs,
+          // Long-polling like the HTTP client, unless it was told to poll (`--poll-query ''`).
+          waitMs: o.pollQuery === '' ? 0 : 10_000,
+          warmup: o.warmup,
+          database,
+        }),
       );
     }
     if (o.tables) {

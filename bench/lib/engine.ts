@@ -6,6 +6,7 @@
 // own work (its transactions, the runtime, the workers) is measured.
 import pg from 'pg';
 import type { Caller, ProjectsAuthority, RunSelection, RunSelectionSource } from '../../actors/ports.ts';
+import type { WaitOptions } from '../../actors/wait.ts';
 import { createPgDatabase } from '../../store/pg-database.ts';
 import { TableRunSelections } from '../../store/run-selections.ts';
 import { allPermissions, buildHarness, seedProject, type Harness } from '../../test/support/harness.ts';
@@ -21,8 +22,10 @@ export interface EngineOptions {
   n?: number;
   /** Lifecycles in flight (default [1, 8, 64]). */
   clients?: number[];
-  /** Pause between two polling reads of one lifecycle (default 50 ms). */
+  /** Pause between two polling reads of one lifecycle, when `waitMs` is 0 (default 50 ms). */
   pollMs?: number;
+  /** Reads long-poll for up to this long (default 10 s, as the HTTP client's `wait=10s`); 0 polls. */
+  waitMs?: number;
   /** Unmeasured lifecycles first (default 20). */
   warmup?: number;
   /** Worker concurrency (default 8, as `sandlot worker`). */
@@ -65,6 +68,7 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
   const n = options.n ?? 200;
   const clientCounts = options.clients ?? [1, 8, 64];
   const pollMs = options.pollMs ?? 50;
+  const waitMs = options.waitMs ?? 10_000;
   const own = options.database === undefined;
   const database = options.database ?? (await createBenchDatabase());
   const schema = `engine_${Date.now().toString(36)}`;
@@ -99,6 +103,7 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
       n: Math.min(options.warmup ?? 20, n),
       clients: 4,
       pollMs,
+      waitMs,
       tag: `${schema}-warm`,
       label: 'engine warm-up',
     });
@@ -111,6 +116,7 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
         n,
         clients,
         pollMs,
+        waitMs,
         tag: `${schema}-c${clients}`,
         label: `engine c=${clients}`,
       });
@@ -165,7 +171,7 @@ interface DriveRun {
 
 async function drive(
   h: Harness,
-  o: { n: number; clients: number; pollMs: number; tag: string; label: string },
+  o: { n: number; clients: number; pollMs: number; waitMs: number; tag: string; label: string },
 ): Promise<DriveRun> {
   const caller: Caller = { tenantId: TENANT, subject: SUBJECT };
   const { lifecycle, sandbox, workspaces } = h.services;
@@ -184,7 +190,7 @@ async function drive(
     );
     const address = { projectId: PROJECT, runId: RUN, environmentId: view.environmentId };
     const { volume } = await timed('workspace', () => workspaces.createVolume(caller, address, 'ws-1'));
-    await timed('provision', () =>
+    const lease = await timed('provision', () =>
       sandbox.provision(caller, address, {
         idempotencyKey: 'prov-1',
         workspace: {
@@ -199,27 +205,34 @@ async function drive(
     );
     const provisioned = performance.now();
     let active = false;
+    // Event-driven like the HTTP client: a long-poll past the revision last seen, or, with
+    // `waitMs` 0, a read every `pollMs`.
+    // The provision's answer names the revision that wrote the lease: the first wait is past it.
+    let after: number = lease.revision;
     for (;;) {
-      const seen = await timed('inspect', () => sandbox.inspect(caller, address, 1));
+      const wait: WaitOptions | undefined = o.waitMs > 0 ? { waitMs: o.waitMs, after } : undefined;
+      const seen = await timed('inspect', () => sandbox.inspect(caller, address, 1, wait));
+      after = seen.environmentRevision;
       if (!active && seen.lease.state === 'Active') {
         active = true;
         samples.add('provision→Active', performance.now() - provisioned);
       }
       if (seen.readyForDispatch) break;
       if (performance.now() > deadline) throw new Error(`inspect: not ready in time (${seen.lease.state})`);
-      await sleep(o.pollMs);
+      if (wait === undefined) await sleep(o.pollMs);
     }
     samples.add('provision→ready', performance.now() - provisioned);
+    const released = await timed('release', () =>
+      lifecycle.release(caller, address, { expectedLifecycleGeneration: 1, idempotencyKey: 'release-1' }),
+    );
+    // From the release's answer, as over HTTP.
     const releasing = performance.now();
-    let state = (
-      await timed('release', () =>
-        lifecycle.release(caller, address, { expectedLifecycleGeneration: 1, idempotencyKey: 'release-1' }),
-      )
-    ).state;
+    let { state, revision } = released;
     while (state !== 'Released') {
       if (performance.now() > deadline) throw new Error(`lifecycle: not Released in time (${state})`);
-      await sleep(o.pollMs);
-      state = (await timed('read lifecycle', () => lifecycle.read(caller, address))).state;
+      const wait = o.waitMs > 0 ? { waitMs: o.waitMs, after: revision } : undefined;
+      if (wait === undefined) await sleep(o.pollMs);
+      ({ state, revision } = await timed('read lifecycle', () => lifecycle.read(caller, address, wait)));
     }
     samples.add('release→Released', performance.now() - releasing);
     samples.add('whole lifecycle', performance.now() - started);

@@ -93,7 +93,7 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
       [201],
     );
     step('provision sent');
-    expect(
+    const provisionedLease = expect(
       'provision',
       await call('provision', 'POST', `${base}/sandbox/provision`, {
         idempotencyKey: 'prov-1',
@@ -113,7 +113,9 @@ export async function driveHttp(options: DriveOptions): Promise<DriveResult> {
     let active = false;
     // With a long-poll query, name the revision already seen (`after`), as a client must: without
     // it the wait starts from whatever revision is current when it begins, and can miss a change.
-    let seenRevision: number | null = null;
+    // The provision's answer names the revision that wrote the lease: the first wait is past it.
+    const leaseRevision = provisionedLease['revision'];
+    let seenRevision: number | null = typeof leaseRevision === 'number' ? leaseRevision : null;
     for (;;) {
       inspections++;
       const after = extra !== '' && seenRevision !== null ? `&after=${seenRevision}` : '';
