@@ -39,6 +39,13 @@ export interface CommitContext {
    * selection rechecks. Throwing rolls everything back. Use only `tx` for database reads.
    */
   beforeCommit?: (tx: Queryable, row: EnvironmentRow) => Promise<void>;
+  /**
+   * The caller runs the attempts this commit opens itself, at once (an inspection's describe):
+   * they are not handed to the queue after commit, so no worker locks the Environment for them in
+   * vain. Their outbox rows stay unpublished, so if the caller dies first a relay tick publishes
+   * them; nothing is lost.
+   */
+  runsEffectsHere?: boolean;
 }
 
 /**
@@ -272,7 +279,8 @@ export class ActorRuntime<TEvent extends { type: string }> {
         throw new SnapshotQuarantinedError(environmentId, result.sent.quarantined);
       }
       const sent = result.sent;
-      if (sent?.accepted === true && sent.effects.length > 0) this.#onEffects(sent.effects);
+      if (sent?.accepted === true && sent.effects.length > 0 && context.runsEffectsHere !== true)
+        this.#onEffects(sent.effects);
       if (event !== null && sent !== null) {
         this.#notify(
           sent.accepted

@@ -112,7 +112,8 @@ export async function observeLease(
         };
         return { event, value: { share: null, wait: null } };
       },
-      context,
+      // The describe it opens is run below, here: the queue need not carry it too.
+      { ...context, runsEffectsHere: true },
     );
     const remaining = Math.max(0, until - Date.now());
     if (found.wait !== null) {

@@ -58,3 +58,28 @@ describe.each(backends)('effect job hints (%s)', (backend) => {
     });
   });
 });
+
+describe.each(backends)('an attempt the caller runs itself (%s)', (backend) => {
+  it('an inspection’s describe is not handed to the queue: the inspection runs it, once', async () => {
+    await inFreshHarness(backend, { workers: false }, async (h) => {
+      const { s, attemptId } = await pendingProvision(h, 'run-runs-here');
+      expect(await runAttempt(attemptDepsOf(h, h.provider), attemptId, new AbortController().signal)).toBe(
+        true,
+      );
+      const handed: string[] = [];
+      h.runtime.setEffectSink((rows) => handed.push(...rows.map((r) => String(r.attemptId))));
+      const res = await h.request('GET', `${s.base}/sandbox?networkPolicyGeneration=1`, { token: s.token });
+      expect(res.status).toBe(200);
+      const rows = await environmentRows(h.db, s.environmentId);
+      const describes = rows.attempts.filter((a) => a.kind === 'describe');
+      expect(describes.map((a) => a.state)).toEqual(['Succeeded']);
+      expect(handed).toEqual([]);
+      // Its outbox row was acknowledged by the run itself, so no relay publishes it later.
+      const outbox = await h.db.query<{ acknowledged: boolean }>(
+        'SELECT acknowledged_at IS NOT NULL AS acknowledged FROM outbox WHERE attempt_id = $1',
+        [describes[0]!.attemptId],
+      );
+      expect(outbox.rows).toEqual([{ acknowledged: true }]);
+    });
+  });
+});
