@@ -35,6 +35,9 @@ import { prepareEntry, redisVersion, startStack, type Entry, type Stack } from '
 import { round, type Summary } from './lib/stats.ts';
 import { openWindow } from './lib/window.ts';
 import { measureTableScale, type TableScaleResult } from './scale.ts';
+import { printObservation } from './observe.ts';
+import { runObservation, type ObservationResult } from './lib/observe.ts';
+import { e15Targets, type Target } from './lib/targets.ts';
 
 export { runEngineOnly } from './lib/engine.ts';
 
@@ -230,6 +233,8 @@ interface Results {
   peers: PeersOutcome | null;
   /** Where one lifecycle's time goes, step by step (bench/lib/timeline.ts). */
   timeline: TimelineResult | null;
+  /** Observation at scale (bench/lib/observe.ts). */
+  observation: ObservationResult | null;
   ratios: Ratio[];
   targets: Target[];
   notes: string[];
@@ -240,12 +245,6 @@ interface Ratio {
   name: string;
   value: number | string | null;
   why?: string;
-}
-
-interface Target {
-  target: string;
-  measured: string;
-  met: 'yes' | 'no' | 'partly' | '-';
 }
 
 function pgRatio(limit: PgLimitPoint[], clients: number, commitsPerSecond: number): number {
@@ -450,7 +449,12 @@ function printReport(r: Results): void {
     ),
     '',
   );
-  out.push('Targets (issue E9)');
+  if (r.observation !== null) {
+    out.push('Observation at scale (bench/lib/observe.ts)');
+    printObservation([r.observation], (line) => out.push(line));
+    out.push('');
+  }
+  out.push('Targets (issue E15, with the three of E9 it does not restate)');
   out.push(
     table(
       ['target', 'measured', 'met'],
@@ -531,89 +535,27 @@ function ratios(r: Results, o: BenchOptions): Ratio[] {
   return list;
 }
 
-/** The issue's targets against this run (at 8 clients where a client count matters). */
+/** The issue's targets against this run (bench/lib/targets.ts). */
 function targets(r: Results, o: BenchOptions): Target[] {
-  const clients = o.clients.includes(8) ? 8 : (o.clients.at(-1) ?? 8);
-  const http = r.http.find((p) => p.clients === clients);
-  const engine = r.engine.find((p) => p.clients === clients);
-  const met = (ok: boolean | undefined): Target['met'] => (ok === undefined ? '-' : ok ? 'yes' : 'no');
-  const list: Target[] = [];
-  const lc = http?.lifecyclesPerSecond;
-  list.push({
-    target: `HTTP lifecycles/s at ${clients} clients ≥ 5× the original 11–16/s (≥ 55–80)`,
-    measured: lc === undefined ? '-' : `${lc} (×${round(lc / 16, 2)}–×${round(lc / 11, 2)})`,
-    met: lc === undefined ? '-' : lc >= 80 ? 'yes' : lc >= 55 ? 'partly' : 'no',
+  const skipped: Record<string, string> = {};
+  if (!o.clients.includes(1)) skipped['http1'] = '(no 1-client point: --clients)';
+  if (o.observeLeases === 0) skipped['observation'] = '(--no-observe)';
+  return e15Targets({
+    http: r.http,
+    engine: r.engine,
+    pgRatio: (clients, commits) => pgRatio(r.pgLimit, clients, commits),
+    ratios: r.ratios,
+    observation: r.observation,
+    workersRatio: r.scale.ratios['workers'],
+    tableCosts: [
+      r.tables.inProcess?.costRatio,
+      r.tables.idle?.lifecycleCostRatio,
+      r.tables.idle?.cpuCostRatio,
+    ],
+    idleRssMiBAdded: r.tables.idle?.apiRssMiBAdded,
+    failedPhases,
+    skipped,
   });
-  const api = http?.cpuMsPerLifecycle['api'];
-  list.push({
-    target: `API CPU ≤ 10 ms per lifecycle (${clients} clients)`,
-    measured: cell(api).toString(),
-    met: met(api === undefined ? undefined : api <= 10),
-  });
-  const pgMs = http?.cpuMsPerLifecycle['postgres'];
-  list.push({
-    target: `PostgreSQL CPU ≤ 8 ms per lifecycle (HTTP, ${clients} clients)`,
-    measured: cell(pgMs).toString(),
-    met: met(pgMs === undefined ? undefined : pgMs <= 8),
-  });
-  const engineRatio =
-    engine === undefined ? Number.NaN : pgRatio(r.pgLimit, clients, engine.writeCommitsPerSecond);
-  list.push({
-    target: `ratio_to_pg_limit ≥ 0.5, engine-only (${clients} clients)`,
-    measured: cell(engineRatio).toString(),
-    met: met(Number.isNaN(engineRatio) ? undefined : engineRatio >= 0.5),
-  });
-  const peerRatios = r.ratios.filter(
-    (x) => x.name.startsWith('Sandlot / ') && x.name.endsWith(`, ${plural(clients, 'client')}`),
-  );
-  const values = peerRatios.map((x) => (typeof x.value === 'number' ? x.value : Number.NaN));
-  list.push({
-    target: `≥ 2× DBOS and Restate, HTTP and engine-only (${clients} clients)`,
-    measured:
-      peerRatios.length === 0
-        ? '-'
-        : peerRatios
-            .map(
-              (x) =>
-                `${x.name.replace(/^Sandlot \/ /, '').replace(`, ${plural(clients, 'client')}`, '')} ${cell(x.value ?? undefined)}`,
-            )
-            .join('; '),
-    met: met(
-      values.length === 0 || values.some((v) => Number.isNaN(v)) ? undefined : values.every((v) => v >= 2),
-    ),
-  });
-  const tx = http?.controlPlaneWriteTransactionsPerLifecycle;
-  list.push({
-    target: '≤ 8 write transactions per lifecycle, control plane (HTTP)',
-    measured:
-      tx === undefined
-        ? '-'
-        : `${tx} (${http?.writeTransactionsPerLifecycle} with the simulated provider's own)`,
-    met: met(tx === undefined ? undefined : tx <= 8),
-  });
-  const workers = r.scale.ratios['workers'];
-  list.push({
-    target: '2 workers ≥ 1.6× 1 worker',
-    measured: cell(workers).toString(),
-    met: met(workers === undefined || Number.isNaN(workers) ? undefined : workers >= 1.6),
-  });
-  const costs = [
-    r.tables.inProcess?.costRatio,
-    r.tables.idle?.lifecycleCostRatio,
-    r.tables.idle?.cpuCostRatio,
-  ];
-  list.push({
-    target: 'cost with 100k Environments ≤ 1.2× with 1k',
-    measured: `in-process ${cell(costs[0])}; HTTP wall ${cell(costs[1])}; HTTP CPU ${cell(costs[2])}`,
-    met: met(costs.some((c) => c === undefined) ? undefined : costs.every((c) => (c ?? 0) <= 1.2)),
-  });
-  const added = r.tables.idle?.apiRssMiBAdded;
-  list.push({
-    target: 'API process RSS added by 100k idle Environments < 50 MB',
-    measured: added === undefined ? '-' : `${added} MiB`,
-    met: met(added === undefined ? undefined : added * 1.048576 < 50),
-  });
-  return list;
 }
 
 /** The phases that failed in this run: the bench reports them at the end and exits 1. */
@@ -682,6 +624,7 @@ export async function main(argv: string[]): Promise<void> {
     tables: { inProcess: null, idle: null },
     peers: null,
     timeline: null,
+    observation: null,
     ratios: [],
     targets: [],
     notes,
@@ -706,6 +649,16 @@ export async function main(argv: string[]): Promise<void> {
           // Long-polling like the HTTP client, unless it was told to poll (`--poll-query ''`).
           waitMs: o.pollQuery === '' ? 0 : 10_000,
           warmup: o.warmup,
+          database,
+        }),
+      );
+    }
+    if (o.observeLeases > 0) {
+      results.observation = await attempt(notes, 'observation at scale', null, () =>
+        runObservation({
+          leases: o.observeLeases,
+          windowS: o.observeWindowS,
+          finish: o.quick ? 50 : 100,
           database,
         }),
       );

@@ -246,6 +246,7 @@ export async function composeSandlot(
         callTimeoutMs: config.workers.callTimeoutMs,
         reconcileEveryMs: config.workers.reconcileEveryMs,
         observeEveryMs: config.workers.observeEveryMs,
+        observeResyncMs: config.workers.observeResyncMs,
         backoffMaxMs: config.workers.backoffMaxMs,
         pruneEveryMs: config.workers.pruneEveryMs,
         retentionDays: config.workers.retentionDays,

@@ -66,6 +66,8 @@ export interface Config {
     callTimeoutMs: number;
     reconcileEveryMs: number;
     observeEveryMs: number;
+    /** With a provider change feed: the longest a lease goes undescribed by the observer's pass. */
+    observeResyncMs: number;
     /** The longest a lease waits between listings or describes that keep failing (store/backoff.ts). */
     backoffMaxMs: number;
     /** Period of the pruner (workers/pruner.ts). */

@@ -151,3 +151,25 @@ export interface InventoryEntry {
 export interface ProviderInventory {
   inventory(options: CallOptions): Promise<InventoryEntry[]>;
 }
+
+/**
+ * An optional capability, apart from the SandboxProvider port: which of the provider's resources
+ * changed in a way an Active lease must learn of (its run finished, or it is gone), as they change
+ * (Kubernetes: a list + watch; the simulated provider: its change numbers), so the observer
+ * describes just those leases instead of waiting for its turn round all of them. A change is a
+ * hint, never evidence: it only makes the observer run an exact describe through the attempt
+ * runner, and a missed change is found by the observer's slow full pass.
+ */
+export interface ProviderChangeFeed {
+  /**
+   * Calls `onChange` with the IDs of resources that finished or went away from now on, until `signal` aborts; resolves then. A failure to follow is retried inside (and logged by
+   * the caller's `onError`), never thrown.
+   */
+  followChanges(
+    onChange: (resourceIds: string[]) => void,
+    options: { signal: AbortSignal; onError?: (error: unknown) => void },
+  ): Promise<void>;
+}
+
+export const hasChangeFeed = <P extends object>(provider: P): provider is P & ProviderChangeFeed =>
+  typeof (provider as Partial<ProviderChangeFeed>).followChanges === 'function';

@@ -268,14 +268,32 @@ export async function leasesNeedingReconciliation(
 /**
  * Active leases, least recently observed first (never observed first of all), so every pass of the
  * observer reaches further down the list and no lease waits behind the same `limit` others. A lease
- * whose describes keep failing is left out until its backoff ends (recordObservation).
+ * whose describes keep failing is left out until its backoff ends (recordObservation). With
+ * `observedBefore`, only leases neither described nor changed since then (a provider with a change
+ * feed needs its leases described only as a slow resync).
  */
-export async function activeLeases(q: Queryable, limit: number, now: Date = new Date()): Promise<LeaseRow[]> {
+export async function activeLeases(
+  q: Queryable,
+  limit: number,
+  now: Date = new Date(),
+  observedBefore: Date | null = null,
+): Promise<LeaseRow[]> {
   const { rows } = await q.query<LeaseRow>(
     `SELECT ${columns} FROM sandbox_leases WHERE state = 'Active'
         AND (observe_not_before IS NULL OR observe_not_before <= $2)
+        AND ($3::timestamptz IS NULL OR coalesce(observed_at, updated_at) < $3)
       ORDER BY observed_at NULLS FIRST, updated_at, environment_id LIMIT $1`,
-    [limit, now],
+    [limit, now, observedBefore],
+  );
+  return rows;
+}
+
+/** The Active leases holding these provider resources (the change feed's lookup, migration 0029). */
+export async function activeLeasesOfResources(q: Queryable, resourceIds: string[]): Promise<LeaseRow[]> {
+  const { rows } = await q.query<LeaseRow>(
+    `SELECT ${columns} FROM sandbox_leases
+      WHERE state = 'Active' AND resource->>'resourceId' = ANY($1::text[])`,
+    [resourceIds],
   );
   return rows;
 }

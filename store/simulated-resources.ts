@@ -150,6 +150,52 @@ export async function renewSimulatedResource(
   return rowCount === 1;
 }
 
+/** Marks a live resource's run finished, as a sandbox whose agent exited would be (tests, bench). */
+export async function markSimulatedResourceFinished(
+  q: Queryable,
+  resourceId: string,
+  finished: NonNullable<ProviderResource['finished']>,
+): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `UPDATE simulated_resources SET finished = $2::jsonb WHERE resource_id = $1 AND NOT deleted`,
+    [resourceId, JSON.stringify(finished)],
+  );
+  return rowCount === 1;
+}
+
+/** One row of the change feed: a resource and the change number its last write took. */
+export interface SimulatedChange {
+  resourceId: string;
+  changeSeq: number;
+  /** Whether its write is older than the settle window (numbers before it can no longer appear). */
+  settled: boolean;
+}
+
+/** The highest change number so far (0: none), where a new follower starts. */
+export async function lastSimulatedChange(q: Queryable): Promise<number> {
+  const { rows } = await q.query<{ seq: number | null }>(
+    'SELECT max(change_seq)::float8 AS seq FROM simulated_resources WHERE change_seq IS NOT NULL',
+  );
+  return rows[0]?.seq ?? 0;
+}
+
+/** Rows whose last write took a change number above `after`, in number order (migration 0006). */
+export async function simulatedChangesAfter(
+  q: Queryable,
+  after: number,
+  settleMs: number,
+  limit: number,
+): Promise<SimulatedChange[]> {
+  const { rows } = await q.query<SimulatedChange>(
+    `SELECT resource_id AS "resourceId", change_seq::float8 AS "changeSeq",
+            changed_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000) AS settled
+       FROM simulated_resources WHERE change_seq IS NOT NULL AND change_seq > $1
+      ORDER BY change_seq LIMIT $3`,
+    [after, settleMs, limit],
+  );
+  return rows;
+}
+
 /** When one resource existed, on the database's clock (epoch milliseconds, microsecond fractions). */
 export interface SimulatedLifetime {
   resourceId: string;

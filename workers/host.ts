@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { EnvironmentRuntime } from '../actors/services.ts';
 import type { NetworkPolicyVerifier, ProjectsAuthority, RunSelectionSource } from '../actors/ports.ts';
-import type { SandboxProvider } from '../providers/provider.ts';
+import { hasChangeFeed, type SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
 import { GrantsAuthority } from '../store/grants.ts';
 import { TableNetworkPolicies } from '../store/network-policies.ts';
@@ -20,7 +20,8 @@ import type { BuildTestWorkerDeps } from './build-test-step.ts';
 import type { EffectQueue } from './effect-queue.ts';
 import { InProcessEffectQueue } from './in-process-effect-queue.ts';
 import { OutboxRelay } from './outbox-relay.ts';
-import { observerTask } from './observer.ts';
+import { observerTask, type ObserverDeps } from './observer.ts';
+import { followChangeFeed, type FeedFollower } from './observe-feed.ts';
 import { reconcilerTask } from './reconciler.ts';
 import { prunerTask } from './pruner.ts';
 import { InProcessScheduler, type Scheduler } from './scheduler.ts';
@@ -37,6 +38,13 @@ export interface WorkerSettings {
   lateSweepMs?: number;
   /** Period of the observer that describes Active leases (default 15 s). */
   observeEveryMs?: number;
+  /**
+   * With a provider change feed, how long a lease goes undescribed before the observer's pass takes
+   * it anyway (default 5 min); without a feed every pass takes the least recently observed.
+   */
+  observeResyncMs?: number;
+  /** Follow the provider's change feed when it has one (default true). */
+  followChanges?: boolean;
   /** The longest a lease waits between listings or describes that keep failing (default 30 s). */
   backoffMaxMs?: number;
   /** Period of the pruner (default 10 min). */
@@ -124,10 +132,21 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
   });
   deps.runtime.setEffectSink((rows) => void relay.publishNow(rows));
   let scheduler: Scheduler | null = null;
+  let follower: FeedFollower | null = null;
   if (processing) {
     const runner = runnerDeps(deps, settings.callTimeoutMs);
     const backoff = backoffWithMax(settings.backoffMaxMs ?? defaultBackoff.maxMs);
     queue.start(effectProcessor(runner));
+    const feed = settings.followChanges !== false && hasChangeFeed(deps.provider) ? deps.provider : null;
+    const observer: ObserverDeps = {
+      ...runner,
+      runner: attemptRunner(runner),
+      logger,
+      backoff,
+      describeTimeoutMs: runner.callTimeoutMs,
+      ...(feed === null ? {} : { resyncMs: settings.observeResyncMs ?? 300_000 }),
+    };
+    if (feed !== null) follower = followChangeFeed(observer, feed);
     const tasks = [
       reconcilerTask(
         {
@@ -138,16 +157,7 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
         },
         settings.reconcileEveryMs ?? 5_000,
       ),
-      observerTask(
-        {
-          ...runner,
-          runner: attemptRunner(runner),
-          logger,
-          backoff,
-          describeTimeoutMs: runner.callTimeoutMs,
-        },
-        settings.observeEveryMs ?? 15_000,
-      ),
+      observerTask(observer, settings.observeEveryMs ?? 15_000),
       prunerTask(
         { db: deps.db, logger, retentionDays: settings.retentionDays ?? 30 },
         settings.pruneEveryMs ?? 600_000,
@@ -174,6 +184,7 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
     relay,
     async close() {
       deps.runtime.setEffectSink(() => undefined);
+      await follower?.close();
       await scheduler?.close();
       await relay.stop();
       await queue.close();

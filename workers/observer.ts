@@ -26,12 +26,31 @@ export interface ObserverDeps extends AttemptDeps {
   now?: () => Date;
   /** Describes in flight at once in one pass (default 8). */
   concurrency?: number;
+  /**
+   * Set when the provider has a change feed (workers/observe-feed.ts): a pass then takes only leases
+   * not described for this long, as a slow resync that finds what the feed missed.
+   */
+  resyncMs?: number;
 }
 
 /** Observations that say nothing about the provider (the lease moved on under the observer). */
 const notAboutProvider = new Set(['lease-moved-on', 'superseded']);
 
+/** One pass: the least recently observed Active leases, `batchSize` of them (default 100). */
 export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Promise<number> {
+  const now = deps.now ?? (() => new Date());
+  const at = now();
+  const before = deps.resyncMs === undefined ? null : new Date(at.getTime() - deps.resyncMs);
+  const leases = await activeLeases(deps.db, deps.batchSize ?? 100, at, before);
+  return observeLeases(deps, leases, signal);
+}
+
+/** Describes these leases, `concurrency` at a time; returns how many it retired. */
+export async function observeLeases(
+  deps: ObserverDeps,
+  leases: LeaseRow[],
+  signal?: AbortSignal,
+): Promise<number> {
   const backoff = deps.backoff ?? defaultBackoff;
   const now = deps.now ?? (() => new Date());
   let retired = 0;
@@ -75,7 +94,6 @@ export async function observeOnce(deps: ObserverDeps, signal?: AbortSignal): Pro
     }
   };
   // A few describes at once, never one lease at a time: each lane takes the next lease.
-  const leases = await activeLeases(deps.db, deps.batchSize ?? 100, now());
   let next = 0;
   const lane = async () => {
     for (let lease = leases[next++]; lease !== undefined; lease = leases[next++]) {

@@ -63,12 +63,23 @@ const productionLike = (concurrency: number): WorkerSettings => ({
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Runs the engine-only lifecycle at each client count and returns one point per count. */
-export async function runEngineOnly(options: EngineOptions = {}): Promise<EnginePoint[]> {
-  const n = options.n ?? 200;
-  const clientCounts = options.clients ?? [1, 8, 64];
-  const pollMs = options.pollMs ?? 50;
-  const waitMs = options.waitMs ?? 10_000;
+export interface Engine {
+  h: Harness;
+  database: BenchDatabase;
+  /** The schema the engine's tables are in (`engine_<time>`). */
+  schema: string;
+  /** Stops the harness and drops the schema (or the whole database, when it made it). */
+  close(): Promise<void>;
+}
+
+/**
+ * The engine in this process: the harness's services and workers over a schema of its own, Projects
+ * and run selection answered from memory, one project seeded with a network policy.
+ */
+export async function openEngine(options: {
+  database?: BenchDatabase;
+  workers: WorkerSettings;
+}): Promise<Engine> {
   const own = options.database === undefined;
   const database = options.database ?? (await createBenchDatabase());
   const schema = `engine_${Date.now().toString(36)}`;
@@ -81,13 +92,19 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
   const authority: ProjectsAuthority = { permissions: () => Promise.resolve(new Set(allPermissions)) };
   const selections: RunSelectionSource = { get: () => Promise.resolve(frozen) };
   let h: Harness | undefined;
-  let probe: PgProbe | undefined;
+  const close = async () => {
+    await h?.close();
+    await db.close();
+    if (own) await database.drop();
+    else {
+      const cleanup = new pg.Client({ connectionString: database.url });
+      await cleanup.connect();
+      await cleanup.query(`DROP SCHEMA ${schema} CASCADE`);
+      await cleanup.end();
+    }
+  };
   try {
-    h = await buildHarness(db, {
-      authority,
-      selections,
-      workers: productionLike(options.workerConcurrency ?? 8),
-    });
+    h = await buildHarness(db, { authority, selections, workers: options.workers });
     await seedProject(h, { tenant: TENANT, project: PROJECT, run: RUN, subject: SUBJECT });
     frozen = await new TableRunSelections(db).get(TENANT, PROJECT, RUN);
     const operator = await h.token(TENANT, 'ops', { operator: true });
@@ -96,6 +113,26 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
       body: { policy: { egress: [{ toFQDNs: ['registry.npmjs.org'] }] } },
     });
     if (policy.status !== 201) throw new Error(`network policy: ${policy.status}`);
+    return { h, database, schema, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** Runs the engine-only lifecycle at each client count and returns one point per count. */
+export async function runEngineOnly(options: EngineOptions = {}): Promise<EnginePoint[]> {
+  const n = options.n ?? 200;
+  const clientCounts = options.clients ?? [1, 8, 64];
+  const pollMs = options.pollMs ?? 50;
+  const waitMs = options.waitMs ?? 10_000;
+  const engine = await openEngine({
+    ...(options.database === undefined ? {} : { database: options.database }),
+    workers: productionLike(options.workerConcurrency ?? 8),
+  });
+  const { h, database, schema } = engine;
+  let probe: PgProbe | undefined;
+  try {
     probe = await openProbe(database);
     const points: EnginePoint[] = [];
     // A short warm-up (JIT, pool connections), not measured.
@@ -150,16 +187,35 @@ export async function runEngineOnly(options: EngineOptions = {}): Promise<Engine
     return points;
   } finally {
     await probe?.close();
-    await h?.close();
-    await db.close();
-    if (own) await database.drop();
-    else {
-      const cleanup = new pg.Client({ connectionString: database.url });
-      await cleanup.connect();
-      await cleanup.query(`DROP SCHEMA ${schema} CASCADE`);
-      await cleanup.end();
-    }
+    await engine.close();
   }
+}
+
+type Timed = <T>(name: string, fn: () => Promise<T>) => Promise<T>;
+
+/** Register → Workspace volume → provision, through the services; each step through `timed`. */
+export async function provisionEnvironment(h: Harness, key: string, timed: Timed = (_, fn) => fn()) {
+  const caller: Caller = { tenantId: TENANT, subject: SUBJECT };
+  const { lifecycle, sandbox, workspaces } = h.services;
+  const { view } = await timed('register', () =>
+    lifecycle.register(caller, { projectId: PROJECT, runId: RUN, idempotencyKey: key }),
+  );
+  const address = { projectId: PROJECT, runId: RUN, environmentId: view.environmentId };
+  const { volume } = await timed('workspace', () => workspaces.createVolume(caller, address, 'ws-1'));
+  const lease = await timed('provision', () =>
+    sandbox.provision(caller, address, {
+      idempotencyKey: 'prov-1',
+      workspace: {
+        volumeId: volume.volumeId,
+        resourceGeneration: volume.resourceGeneration,
+        dataGeneration: volume.dataGeneration,
+        mountPath: '/workspace',
+        readOnly: false,
+      },
+      networkPolicyGeneration: 1,
+    }),
+  );
+  return { caller, address, lease };
 }
 
 interface DriveRun {
@@ -173,8 +229,7 @@ async function drive(
   h: Harness,
   o: { n: number; clients: number; pollMs: number; waitMs: number; tag: string; label: string },
 ): Promise<DriveRun> {
-  const caller: Caller = { tenantId: TENANT, subject: SUBJECT };
-  const { lifecycle, sandbox, workspaces } = h.services;
+  const { lifecycle, sandbox } = h.services;
   const samples = new Samples();
   const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const started = performance.now();
@@ -185,24 +240,7 @@ async function drive(
   const one = async (index: number) => {
     const started = performance.now();
     const deadline = started + 120_000;
-    const { view } = await timed('register', () =>
-      lifecycle.register(caller, { projectId: PROJECT, runId: RUN, idempotencyKey: `${o.tag}-${index}` }),
-    );
-    const address = { projectId: PROJECT, runId: RUN, environmentId: view.environmentId };
-    const { volume } = await timed('workspace', () => workspaces.createVolume(caller, address, 'ws-1'));
-    const lease = await timed('provision', () =>
-      sandbox.provision(caller, address, {
-        idempotencyKey: 'prov-1',
-        workspace: {
-          volumeId: volume.volumeId,
-          resourceGeneration: volume.resourceGeneration,
-          dataGeneration: volume.dataGeneration,
-          mountPath: '/workspace',
-          readOnly: false,
-        },
-        networkPolicyGeneration: 1,
-      }),
-    );
+    const { caller, address, lease } = await provisionEnvironment(h, `${o.tag}-${index}`, timed);
     const provisioned = performance.now();
     let active = false;
     // Event-driven like the HTTP client: a long-poll past the revision last seen, or, with

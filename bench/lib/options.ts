@@ -32,6 +32,10 @@ export interface BenchOptions {
   privatePostgres: boolean;
   /** The step timeline of one lifecycle (bench/lib/timeline.ts). */
   timeline: boolean;
+  /** Observation at scale (bench/lib/observe.ts): Active leases held, 0 to skip. */
+  observeLeases: number;
+  /** Its steady-state window, seconds. */
+  observeWindowS: number;
 }
 
 export const usage = `Usage: npm run bench -- [options]
@@ -53,6 +57,8 @@ export const usage = `Usage: npm run bench -- [options]
                         npm ci --prefix bench/peers)
   --scale / --no-scale  1 vs 2 workers and 1 vs 2 API processes (default on, quick too)
   --no-timeline         skip the step timeline (one lifecycle's steps across the processes)
+  --observe-leases N    Active leases of the observation phase (default 10000; quick 1000)
+  --no-observe          skip it (a finished sandbox's retirement and the steady-state cost)
   --no-tables           skip 1k vs 100k Environments (in-process cost; API process RSS and cost)
   --small N / --large N Environments in the tables for those (default 1000 / 100000)
   --keep-database       keep the bench_<time> database for inspection
@@ -97,6 +103,8 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       'no-scale': { type: 'boolean', default: false },
       'no-tables': { type: 'boolean', default: false },
       'no-timeline': { type: 'boolean', default: false },
+      'observe-leases': { type: 'string' },
+      'no-observe': { type: 'boolean', default: false },
       small: { type: 'string' },
       large: { type: 'string' },
       'keep-database': { type: 'boolean', default: false },
@@ -133,5 +141,9 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     keepDatabase: values['keep-database'],
     privatePostgres: values['private-postgres'],
     timeline: !values['no-timeline'],
+    observeLeases: values['no-observe']
+      ? 0
+      : positive('observe-leases', values['observe-leases'], quick ? 1_000 : 10_000),
+    observeWindowS: quick ? 20 : 60,
   };
 }

@@ -25,6 +25,7 @@ import type {
   OwnedQuery,
   OwnerBinding,
   ProviderIdentity,
+  ProviderChangeFeed,
   ProviderInventory,
   ProviderOptionsSnapshot,
   ProviderPhase,
@@ -41,6 +42,7 @@ import type {
 import { FaultInjector, type FaultDecision, type InjectedFault } from './fault-injector.ts';
 import type { FaultPlan, ProviderOperation } from './fault-plan.ts';
 import { simulatedIdentity } from './identity.ts';
+import { defaultChangeFeed, followSimulatedChanges, type ChangeFeedSettings } from './change-feed.ts';
 import { pickOwner } from '../owner-binding.ts';
 import { assertOwnedBy, validateOwner } from './owner-check.ts';
 
@@ -54,6 +56,8 @@ export interface SimulatedProviderOptions {
   phaseDelaysMs?: { imageReady: number; started: number };
   /** The clock resources age by (phases); call deadlines use real time. */
   now?: () => number;
+  /** The change feed's read period and settle window (providers/simulated/change-feed.ts). */
+  changeFeed?: Partial<ChangeFeedSettings>;
   /** Test hook: placement keys merged into each resource's (e.g. an AgentHost `podIP`/`serviceDns`). */
   placementFor?: (resourceId: string) => Record<string, string>;
 }
@@ -69,7 +73,7 @@ export function simulatedResourceId(operationId: string): string {
   return `sim-${createHash('sha256').update(operationId).digest('hex').slice(0, 20)}`;
 }
 
-export class SimulatedProvider implements SandboxProvider, ProviderInventory {
+export class SimulatedProvider implements SandboxProvider, ProviderInventory, ProviderChangeFeed {
   readonly identity: ProviderIdentity;
   private readonly db: Database;
   private readonly now: () => number;
@@ -77,6 +81,7 @@ export class SimulatedProvider implements SandboxProvider, ProviderInventory {
   private readonly faults: FaultInjector;
   private readonly pendingWrites = new Set<Promise<void>>();
   private readonly placementFor: SimulatedProviderOptions['placementFor'];
+  private readonly changeFeed: ChangeFeedSettings;
 
   constructor(options: SimulatedProviderOptions) {
     this.identity = simulatedIdentity(options.optionsRevision);
@@ -85,6 +90,14 @@ export class SimulatedProvider implements SandboxProvider, ProviderInventory {
     this.delays = options.phaseDelaysMs ?? { imageReady: 20, started: 50 };
     this.faults = new FaultInjector(options.faults ?? {}, options.seed ?? 1);
     this.placementFor = options.placementFor;
+    this.changeFeed = { ...defaultChangeFeed, ...options.changeFeed };
+  }
+
+  followChanges(
+    onChange: (resourceIds: string[]) => void,
+    options: { signal: AbortSignal; onError?: (error: unknown) => void },
+  ): Promise<void> {
+    return followSimulatedChanges(this.db, this.changeFeed, onChange, options);
   }
 
   optionsSnapshot(): ProviderOptionsSnapshot {

@@ -27,8 +27,12 @@ describe('journal sources', () => {
 
   beforeAll(async () => {
     pg = await isolatedPostgres();
-    // A short lease (the reconciler expires it) and a busy observer (it describes the Active lease).
-    h = await buildHarness(pg.open(), { workers: { observeEveryMs: 100 }, leaseTtlMs: 4_000 });
+    // A short lease (the reconciler expires it) and a busy observer (it describes the Active lease):
+    // every pass, not only as a resync behind the change feed.
+    h = await buildHarness(pg.open(), {
+      workers: { observeEveryMs: 100, followChanges: false },
+      leaseTtlMs: 4_000,
+    });
     h.runtime.onCommitted((notice) => heard.push(notice));
   });
   afterAll(async () => {

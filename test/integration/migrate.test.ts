@@ -148,6 +148,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
         '0003_simulated_calls.sql',
         '0004_simulated_build_test_pods.sql',
         '0005_simulated_resource_lifetimes.sql',
+        '0006_simulated_resource_changes.sql',
       ],
     });
     expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
@@ -157,6 +158,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
       { name: '0003_simulated_calls.sql' },
       { name: '0004_simulated_build_test_pods.sql' },
       { name: '0005_simulated_resource_lifetimes.sql' },
+      { name: '0006_simulated_resource_changes.sql' },
     ]);
     expect(await ledger(handle.db)).toEqual(core);
     expect(await migrateSimulated(handle.db)).toEqual({ applied: [] });
@@ -182,6 +184,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
       'simulated/0003_simulated_calls.sql',
       'simulated/0004_simulated_build_test_pods.sql',
       'simulated/0005_simulated_resource_lifetimes.sql',
+      'simulated/0006_simulated_resource_changes.sql',
     ]);
     expect(seen).toEqual(simulated);
     expect(await tableExists(handle.db, 'simulated_resources')).toBe(true);
@@ -210,6 +213,7 @@ describe.each(backends)('migration sets on %s', (backend) => {
         '0003_simulated_calls.sql',
         '0004_simulated_build_test_pods.sql',
         '0005_simulated_resource_lifetimes.sql',
+        '0006_simulated_resource_changes.sql',
       ],
     });
     const { rows } = await handle.db.query<{ n: number }>(

@@ -51,6 +51,33 @@ export function provisionBody(s: Scenario, key = 'prov-1') {
   };
 }
 
+/**
+ * Seeds acme/checkout/run-1 and provisions `count` Environments (`env-0` …) over HTTP, each with its
+ * own Workspace; returns once every provision was accepted (202), not when the leases are Active.
+ */
+export async function provisionMany(h: Harness, count: number): Promise<void> {
+  await seedProject(h, { tenant: 'acme', project: 'checkout', run: 'run-1', subject: 'alice' });
+  const operator = await h.token('acme', 'ops', { operator: true });
+  const policy = await h.request('PUT', '/admin/tenants/acme/projects/checkout/network-policies/1', {
+    token: operator,
+    body: { policy: { egress: [] } },
+  });
+  if (policy.status >= 300) throw new Error(`policy: ${policy.status} ${await policy.text()}`);
+  const token = await h.token('acme', 'alice');
+  const envs = '/api/projects/checkout/runs/run-1/environments';
+  for (let i = 0; i < count; i++) {
+    const registered = await h.request('POST', envs, { token, body: { idempotencyKey: `env-${i}` } });
+    const { environmentId } = await json<{ environmentId: string }>(registered);
+    const base = `${envs}/${environmentId}`;
+    const volume = await json<Scenario['volume']>(
+      await h.request('POST', `${base}/workspace-volumes`, { token, body: { idempotencyKey: 'ws-1' } }),
+    );
+    const s: Scenario = { token, base, environmentId, volume };
+    const res = await h.request('POST', `${base}/sandbox/provision`, { token, body: provisionBody(s) });
+    if (res.status !== 202) throw new Error(`provision ${i}: ${res.status} ${await res.text()}`);
+  }
+}
+
 /** Polls the sandbox until `predicate` holds on the lease, or fails after `timeoutMs`. */
 export async function waitForLease(
   h: Harness,
