@@ -9,6 +9,7 @@ import type {
   DescribeResult,
   InventoryEntry,
   OwnedQuery,
+  ProviderChangeFeed,
   ProviderIdentity,
   ProviderInventory,
   ProviderOptionsSnapshot,
@@ -23,6 +24,7 @@ import type {
   UncertainCall,
 } from '../provider.ts';
 import { agentSandboxIdentity } from './identity.ts';
+import { defaultWatchSettings, sandboxChangeFeed, type WatchSettings } from './change-feed.ts';
 import { clusterPinOf, livePinOf, shortPin } from './cluster-pin.ts';
 import { KubeClient } from './kube-client.ts';
 import { budget } from './kube-errors.ts';
@@ -38,18 +40,22 @@ export interface AgentSandboxProviderDeps {
   options: AgentSandboxOptions;
   /** Must select an https:// cluster with a CA to pin; checked (and pinned) at construction. */
   kubeConfig: KubeConfig;
+  /** The change feed's watch timing (default change-feed.ts defaultWatchSettings). */
+  watch?: Partial<WatchSettings>;
 }
 
 type Operation = 'provision' | 'describe' | 'listOwned' | 'renew' | 'release' | 'inventory';
 
-export class AgentSandboxProvider implements SandboxProvider, ProviderInventory {
+export class AgentSandboxProvider implements SandboxProvider, ProviderInventory, ProviderChangeFeed {
   readonly identity: ProviderIdentity;
   private readonly kubeConfig: KubeConfig;
   private readonly kube: KubeClient;
   private readonly snapshot: AgentSandboxSnapshot;
   private readonly requestTimeoutMs: number;
+  private readonly watchSettings: WatchSettings;
 
   constructor(deps: AgentSandboxProviderDeps) {
+    this.watchSettings = { ...defaultWatchSettings, ...deps.watch };
     this.identity = agentSandboxIdentity(deps.options.optionsRevision);
     this.kubeConfig = deps.kubeConfig;
     // Throws ClusterTrustError for http://, insecure-skip-tls-verify or no CA: refused at start-up.
@@ -68,6 +74,20 @@ export class AgentSandboxProvider implements SandboxProvider, ProviderInventory 
 
   optionsSnapshot(): ProviderOptionsSnapshot {
     return { ...this.snapshot };
+  }
+
+  /**
+   * A watch over the Sandboxes of the configured namespace (change-feed.ts). A lease recorded
+   * under another namespace is reached by the observer's resync pass only.
+   */
+  followChanges(
+    onChange: (resourceIds: string[]) => void,
+    options: { signal: AbortSignal; onError?: (error: unknown) => void },
+  ): Promise<void> {
+    return sandboxChangeFeed(this.kubeConfig, this.snapshot.namespace, this.watchSettings).followChanges(
+      onChange,
+      options,
+    );
   }
 
   provision(request: ProvisionRequest, options: CallOptions): Promise<ProviderResource> {

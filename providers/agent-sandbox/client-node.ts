@@ -9,6 +9,7 @@ export {
   NodeV1Api,
   Observable,
   ServerConfiguration,
+  Watch,
   createConfiguration,
 } from '@kubernetes/client-node';
 export type {

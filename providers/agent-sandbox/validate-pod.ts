@@ -15,7 +15,7 @@ function expect(condition: boolean, code: string, message: string): asserts cond
   if (!condition) throw ownership(code, message);
 }
 
-function controllerOf(references: OwnerReference[] | undefined): OwnerReference | undefined {
+export function controllerOf(references: OwnerReference[] | undefined): OwnerReference | undefined {
   const controllers = (references ?? []).filter((reference) => reference.controller === true);
   return controllers.length === 1 ? controllers[0] : undefined;
 }

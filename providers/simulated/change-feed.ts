@@ -7,6 +7,7 @@
 // missed; the observer's full pass is what finds that.
 import type { Database } from '../../store/db.ts';
 import { lastSimulatedChange, simulatedChangesAfter } from '../../store/simulated-resources.ts';
+import { pause } from '../../lib/pause.ts';
 
 export interface ChangeFeedSettings {
   /** Pause between two reads (default 200 ms). */
@@ -18,18 +19,6 @@ export interface ChangeFeedSettings {
 }
 
 export const defaultChangeFeed: ChangeFeedSettings = { pollMs: 200, settleMs: 5_000, batch: 1_000 };
-
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 export async function followSimulatedChanges(
   db: Database,

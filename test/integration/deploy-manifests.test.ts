@@ -349,6 +349,7 @@ describe.skipIf(missing !== undefined || skipWithoutCrds)(
         'list sandboxclaims',
         'delete sandboxclaims',
         'get sandboxes',
+        'watch sandboxes',
         'list pods',
         'get services',
         'get persistentvolumeclaims',
@@ -452,7 +453,16 @@ async function runWorkload(
     expect(receipt.outcome).toBe('KnownOwnedAbsent');
   };
 
+  // The workers follow the adapter's change feed (a watch on Sandboxes) while leases come and go.
+  const following = new AbortController();
+  const feed = profiled.provider.followChanges(() => undefined, { signal: following.signal });
   await lease(profiled.provider);
   await lease(legacy.provider);
+  const deadline = Date.now() + 10_000;
+  while (!fake.requests.some((r) => r.verb === 'watch') && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  following.abort();
+  await feed;
   return fake.requests;
 }

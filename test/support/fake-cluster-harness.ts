@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import type { ProvisionRequest, SandboxProvider } from '../../providers/provider.ts';
+import { hasChangeFeed, type ProvisionRequest, type SandboxProvider } from '../../providers/provider.ts';
 import { AgentSandboxProvider } from '../../providers/agent-sandbox/agent-sandbox-provider.ts';
 import { CiliumNetworkPolicyVerifier } from '../../providers/agent-sandbox/cilium-verifier.ts';
 import { KubeConfig } from '../../providers/agent-sandbox/client-node.ts';
@@ -285,9 +285,17 @@ export function ciliumPolicyObject(
 }
 
 /** Plants each request's Workspace PVC (once) before provisioning, as the storage lifecycle would. */
-export function withWorkspaces(fake: FakeClusterLike, provider: SandboxProvider): SandboxProvider {
+export function withWorkspaces(
+  fake: FakeClusterLike,
+  provider: SandboxProvider,
+  { changeFeed = false } = {},
+): SandboxProvider {
   const planted = new Set<string>();
+  // The change feed only when asked for: the observer's passes otherwise stay the only observer.
+  const feed =
+    changeFeed && hasChangeFeed(provider) ? { followChanges: provider.followChanges.bind(provider) } : {};
   return {
+    ...feed,
     identity: provider.identity,
     optionsSnapshot: () => provider.optionsSnapshot(),
     provision: (request, options) => {

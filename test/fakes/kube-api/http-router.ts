@@ -1,5 +1,6 @@
 // The HTTP face of the fake: parses Kubernetes REST paths, checks the bearer token, records every
-// request, applies injected faults and answers with JSON objects or `Status` failures.
+// request, applies injected faults and answers with JSON objects or `Status` failures. A list route
+// asked with `watch=true` is the verb `watch` and is answered by a stream (watch-streams.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KubeApi } from './api-server.ts';
 import type { DeleteOptions, Deleter, PropagationPolicy } from './deletion.ts';
@@ -8,6 +9,8 @@ import { KubeError, badRequest, injected } from './errors.ts';
 import type { FaultPlan, RequestFacts } from './faults.ts';
 import { findResource, type ResourceType } from './resources.ts';
 import { isObject, type RecordedRequest, type Verb } from './types.ts';
+import { isWatch, watchRequest, type WatchRequest } from './watch-events.ts';
+import type { WatchStreams } from './watch-streams.ts';
 
 export interface RouterDeps {
   api: KubeApi;
@@ -15,6 +18,7 @@ export interface RouterDeps {
   faults: FaultPlan;
   token: string;
   requests: RecordedRequest[];
+  watches: WatchStreams;
 }
 
 interface Target {
@@ -92,7 +96,12 @@ function deleteOptions(body: unknown, query: Record<string, string>): DeleteOpti
   return result;
 }
 
-function dispatch(deps: RouterDeps, verb: Verb, target: Target, request: RecordedRequest): Outcome {
+function dispatch(
+  deps: RouterDeps,
+  verb: Exclude<Verb, 'watch'>,
+  target: Target,
+  request: RecordedRequest,
+): Outcome {
   const { api, deleter } = deps;
   const { resource, namespace, subresource } = target;
   const name = target.name ?? '';
@@ -102,8 +111,6 @@ function dispatch(deps: RouterDeps, verb: Verb, target: Target, request: Recorde
     case 'get':
       return { code: 200, body: api.get(resource, namespace, name) };
     case 'list':
-      if (query['watch'] === 'true' || query['watch'] === '1')
-        throw badRequest('the fake Kubernetes API does not support watch');
       return { code: 200, body: api.list(resource, namespace, query) };
     case 'create':
       return { code: 201, body: api.create(resource, namespace, body) };
@@ -184,7 +191,8 @@ async function handle(deps: RouterDeps, req: IncomingMessage, res: ServerRespons
   const document = req.method === 'GET' ? discovery(url.pathname) : undefined;
   if (document) return answer({ code: 200, body: document });
   const target = parseTarget(url.pathname);
-  const verb = target ? verbOf(request.method, target) : undefined;
+  const routed = target ? verbOf(request.method, target) : undefined;
+  const verb = routed === 'list' && isWatch(request.query) ? 'watch' : routed;
   if (!target || !verb) return answer(failure(PAGE_NOT_FOUND));
   const facts: RequestFacts = { verb, resource: target.resource.plural };
   if (target.namespace !== undefined) facts.namespace = target.namespace;
@@ -195,6 +203,24 @@ async function handle(deps: RouterDeps, req: IncomingMessage, res: ServerRespons
   if (injectedStatus !== undefined)
     return answer(failure(injected(injectedStatus, verb, target.resource, target.name)));
   const drop = deps.faults.takeDrop(facts);
+  const dropped = (): void => {
+    request.status = 0;
+    request.serviceMs = performance.now() - arrived;
+    req.socket.destroy();
+  };
+  if (verb === 'watch') {
+    if (drop) return dropped(); // nothing to apply: the connection goes before the stream opens
+    let watch: WatchRequest;
+    try {
+      watch = watchRequest(target.resource, target.namespace, request.query);
+    } catch (error) {
+      return answer(failure(error));
+    }
+    request.status = 200;
+    deps.watches.serve(watch, res);
+    request.serviceMs = performance.now() - arrived;
+    return;
+  }
   let outcome: Outcome;
   try {
     if (parseError && verb !== 'patch') throw parseError;
@@ -202,12 +228,7 @@ async function handle(deps: RouterDeps, req: IncomingMessage, res: ServerRespons
   } catch (error) {
     outcome = failure(error);
   }
-  if (drop) {
-    request.status = 0;
-    request.serviceMs = performance.now() - arrived;
-    req.socket.destroy();
-    return;
-  }
+  if (drop) return dropped();
   answer(outcome);
 }
 

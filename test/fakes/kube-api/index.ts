@@ -20,10 +20,13 @@ import { RESOURCES } from './resources.ts';
 import { ObjectStore, type FakeStore } from './store.ts';
 import { createCertificateAuthority } from './tls.ts';
 import type { RecordedRequest } from './types.ts';
+import { WatchStreams, type FakeWatches, type WatchSettings } from './watch-streams.ts';
 
 export type { ControllerOptions, FakeController } from './controller.ts';
 export type { FakeFaults, FaultMatch } from './faults.ts';
 export type { FakeStore } from './store.ts';
+export type { FakeWatches } from './watch-streams.ts';
+export type { WatchEvent, WatchEventType } from './watch-events.ts';
 export type { ObjectLifetime } from './lifetimes.ts';
 export type { ExecFault, ExecFaultMatch, FakeExecFaults } from './exec-faults.ts';
 export type { ExecContext, ExecHandler, ExecResult } from './exec-handlers.ts';
@@ -53,6 +56,12 @@ export interface FakeKubeApiOptions {
   /** Namespace of the kubeconfig context (default `default`); also the default for finishPod. */
   namespace?: string;
   controller?: ControllerOptions;
+  watch?: FakeWatchOptions;
+}
+
+export interface FakeWatchOptions extends WatchSettings {
+  /** How many recent changes (all kinds together) a watch can resume from (default 10,000). */
+  historySize?: number;
 }
 
 export interface FakeKubeApi {
@@ -67,6 +76,8 @@ export interface FakeKubeApi {
   objects: FakeStore;
   controller: FakeController;
   faults: FakeFaults;
+  /** The open watch streams: count them, end them all as a server timeout would, or cut them. */
+  watches: FakeWatches;
   /** Every request received, in order, including refused ones (exec upgrades too). */
   requests: RecordedRequest[];
   /** TLS connections accepted since start (a client that keeps connections alive opens few). */
@@ -88,14 +99,16 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
   warmUpCrdValidators(RESOURCES);
   const tls = await createCertificateAuthority();
   const token = randomBytes(24).toString('base64url');
-  const store = new ObjectStore();
+  const { historySize, ...watchSettings } = options.watch ?? {};
+  const store = new ObjectStore(historySize === undefined ? {} : { historySize });
+  const watches = new WatchStreams(store, watchSettings);
   const api = new KubeApi(store);
   const deleter = new Deleter(store, { podLingerSteps: controllerOptions.podLingerSteps ?? 0 });
   const faults = new FaultPlan();
   const requests: RecordedRequest[] = [];
   const server = createServer(
     { key: tls.serverKeyPem, cert: tls.serverCertPem },
-    createRequestHandler({ api, deleter, faults, token, requests }),
+    createRequestHandler({ api, deleter, faults, token, requests, watches }),
   );
   const execHandlers = defaultExecHandlers();
   const execFaults = new ExecFaultPlan();
@@ -134,6 +147,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     objects: store,
     controller,
     faults,
+    watches,
     requests,
     connections: () => connections,
     execHandlers,
@@ -142,6 +156,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     close: async () => {
       controller.pause();
       exec.close();
+      await watches.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -1,13 +1,18 @@
 // In-memory object storage with the server-side bookkeeping of etcd + the API server: one global
 // resourceVersion counter, UIDs, creation timestamps and `generation` bumped only on spec changes.
-// Every object's lifetime goes to a log that outlives the object (lifetimes.ts).
+// Every object's lifetime goes to a log that outlives the object (lifetimes.ts), and every change to
+// the change feed that watches are served from (change-feed.ts): both are fed by `set` alone.
 import { randomUUID } from 'node:crypto';
+import { ChangeFeed, DEFAULT_HISTORY_SIZE } from './change-feed.ts';
 import { LifetimeLog, type ObjectLifetime } from './lifetimes.ts';
 import { labelMatcher } from './selectors.ts';
 import { apiVersionOf, resourceForKind, type ResourceType } from './resources.ts';
 import { clone, sameJson, timestamp, type KubeObject, type ObjectRef, type PlantedObject } from './types.ts';
 
-/** Direct access for tests; bypasses validation, admission and faults. Returns copies. */
+/**
+ * Direct access for tests; bypasses validation, admission and faults (not watches: every change
+ * made here reaches open watch streams like any other). Returns copies.
+ */
 export interface FakeStore {
   get(ref: ObjectRef): KubeObject | undefined;
   list(
@@ -20,7 +25,7 @@ export interface FakeStore {
   remove(ref: ObjectRef): boolean;
   /** Edits a stored object; bumps resourceVersion, and generation when the spec changed. Throws if absent. */
   mutate(ref: ObjectRef, change: (object: KubeObject) => void): KubeObject;
-  /** The latest resourceVersion handed out. */
+  /** The latest resourceVersion handed out (a removal takes one too, for its DELETED event). */
   readonly revision: number;
   /** When every object ever stored existed, removed ones included, oldest first. */
   lifetimes(): ObjectLifetime[];
@@ -33,12 +38,24 @@ function specOf(object: KubeObject): Record<string, unknown> {
   return rest;
 }
 
+export interface StoreOptions {
+  /** How many recent changes a watch can resume from (default 10,000). */
+  historySize?: number;
+}
+
+const FIRST_REVISION = 1000;
+
 export class ObjectStore implements FakeStore {
   private readonly objects = new Map<string, KubeObject>();
   /** How many stored objects carry each UID (a planted object may repeat one). */
   private readonly uids = new Map<string, number>();
   private readonly log = new LifetimeLog();
-  private counter = 1000;
+  private counter = FIRST_REVISION;
+  readonly changes: ChangeFeed;
+
+  constructor(options: StoreOptions = {}) {
+    this.changes = new ChangeFeed(FIRST_REVISION, options.historySize ?? DEFAULT_HISTORY_SIZE);
+  }
 
   get revision(): number {
     return this.counter;
@@ -48,14 +65,26 @@ export class ObjectStore implements FakeStore {
     return this.log.all();
   }
 
-  /** Stores (or, with no object, removes) what `key` holds, and logs a change of UID. */
-  private set(key: string, object: KubeObject | undefined): boolean {
+  /**
+   * Stores (or, with no object, removes) what the key holds, logs a change of UID and publishes the
+   * change. A removal gets a resourceVersion of its own, as in etcd, which a DELETED event carries; a
+   * write that kept the resourceVersion is no change and publishes nothing.
+   */
+  private set(resource: ResourceType, key: string, object: KubeObject | undefined): boolean {
     const previous = this.objects.get(key);
+    if (object === undefined && previous === undefined) return false;
     this.log.replaced(previous, object);
     if (previous !== undefined) this.countUid(previous.metadata.uid, -1);
-    if (object === undefined) return this.objects.delete(key);
-    this.countUid(object.metadata.uid, 1);
-    this.objects.set(key, object);
+    if (object === undefined) {
+      this.objects.delete(key);
+    } else {
+      this.countUid(object.metadata.uid, 1);
+      this.objects.set(key, object);
+    }
+    const version = object?.metadata.resourceVersion;
+    if (version !== undefined && version === previous?.metadata.resourceVersion) return true;
+    const revision = version === undefined ? Number(this.nextVersion()) : Number(version);
+    this.changes.publish({ revision, resource, previous, current: object });
     return true;
   }
 
@@ -138,7 +167,7 @@ export class ObjectStore implements FakeStore {
     stored.metadata.resourceVersion = this.nextVersion();
     stored.metadata.creationTimestamp = timestamp();
     stored.metadata.generation = 1;
-    this.set(this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
+    this.set(resource, this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
     return clone(stored);
   }
 
@@ -154,12 +183,12 @@ export class ObjectStore implements FakeStore {
     const specChanged = previous !== undefined && !sameJson(specOf(previous), specOf(stored));
     stored.metadata.generation = specChanged && !options.keepGeneration ? generation + 1 : generation;
     stored.metadata.resourceVersion = this.nextVersion();
-    this.set(key, stored);
+    this.set(resource, key, stored);
     return clone(stored);
   }
 
   delete(resource: ResourceType, namespace: string | undefined, name: string): boolean {
-    return this.set(this.key(resource, namespace, name), undefined);
+    return this.set(resource, this.key(resource, namespace, name), undefined);
   }
 
   get(ref: ObjectRef): KubeObject | undefined {
@@ -182,7 +211,7 @@ export class ObjectStore implements FakeStore {
     stored.metadata.generation ??= 1;
     if (!resource.namespaced) delete stored.metadata.namespace;
     stored.metadata.resourceVersion = this.nextVersion();
-    this.set(this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
+    this.set(resource, this.key(resource, stored.metadata.namespace, stored.metadata.name), stored);
     return clone(stored);
   }
 

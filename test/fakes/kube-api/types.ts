@@ -60,7 +60,11 @@ export interface Condition {
   observedGeneration?: number;
 }
 
-export type Verb = 'create' | 'get' | 'list' | 'replace' | 'patch' | 'delete' | 'deletecollection';
+/**
+ * `watch` is a list route asked with `watch=true` (or `1`), named as RBAC names it; faults match it
+ * apart from `list`.
+ */
+export type Verb = 'create' | 'get' | 'list' | 'watch' | 'replace' | 'patch' | 'delete' | 'deletecollection';
 
 export interface RecordedRequest {
   method: string;
@@ -76,11 +80,14 @@ export interface RecordedRequest {
   namespace?: string;
   name?: string;
   subresource?: string;
-  /** HTTP status answered; 0 when the socket was dropped without an answer. */
+  /** HTTP status answered (200 once a watch stream opens); 0 when the socket was dropped unanswered. */
   status?: number;
   /** When the whole request had arrived (epoch milliseconds, fractional). */
   receivedAtMs?: number;
-  /** From arrival to the answer written (or the socket dropped): the fake's own service time. */
+  /**
+   * From arrival to the answer written (or the socket dropped): the fake's own service time. For a
+   * watch, to the stream opened with its first events, not to its end.
+   */
   serviceMs?: number;
 }
 
