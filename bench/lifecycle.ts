@@ -36,6 +36,8 @@ import { round, type Summary } from './lib/stats.ts';
 import { openWindow } from './lib/window.ts';
 import { measureTableScale, type TableScaleResult } from './scale.ts';
 import { printObservation } from './observe.ts';
+import { printRetention } from './retention.ts';
+import { runRetention, type RetentionResult } from './lib/retention.ts';
 import { runObservation, type ObservationResult } from './lib/observe.ts';
 import { e15Targets, type Target } from './lib/targets.ts';
 
@@ -235,6 +237,8 @@ interface Results {
   timeline: TimelineResult | null;
   /** Observation at scale (bench/lib/observe.ts). */
   observation: ObservationResult | null;
+  /** Tables over a day of lifecycles (bench/lib/retention.ts). */
+  retention: RetentionResult | null;
   ratios: Ratio[];
   targets: Target[];
   notes: string[];
@@ -454,6 +458,11 @@ function printReport(r: Results): void {
     printObservation([r.observation], (line) => out.push(line));
     out.push('');
   }
+  if (r.retention !== null) {
+    out.push('Tables over a day of lifecycles, pruned after each round (bench/lib/retention.ts)');
+    printRetention(r.retention, (line) => out.push(line));
+    out.push('');
+  }
   out.push('Targets (issue E15, with the three of E9 it does not restate)');
   out.push(
     table(
@@ -540,12 +549,14 @@ function targets(r: Results, o: BenchOptions): Target[] {
   const skipped: Record<string, string> = {};
   if (!o.clients.includes(1)) skipped['http1'] = '(no 1-client point: --clients)';
   if (o.observeLeases === 0) skipped['observation'] = '(--no-observe)';
+  if (o.retentionRounds === 0) skipped['retention'] = '(--no-retention)';
   return e15Targets({
     http: r.http,
     engine: r.engine,
     pgRatio: (clients, commits) => pgRatio(r.pgLimit, clients, commits),
     ratios: r.ratios,
     observation: r.observation,
+    retention: r.retention,
     workersRatio: r.scale.ratios['workers'],
     tableCosts: [
       r.tables.inProcess?.costRatio,
@@ -625,6 +636,7 @@ export async function main(argv: string[]): Promise<void> {
     peers: null,
     timeline: null,
     observation: null,
+    retention: null,
     ratios: [],
     targets: [],
     notes,
@@ -661,6 +673,11 @@ export async function main(argv: string[]): Promise<void> {
           finish: o.quick ? 50 : 100,
           database,
         }),
+      );
+    }
+    if (o.retentionRounds > 0) {
+      results.retention = await attempt(notes, 'tables over a day', null, () =>
+        runRetention({ rounds: o.retentionRounds, perRound: o.retentionPerRound, database }),
       );
     }
     if (o.tables) {

@@ -22,7 +22,9 @@ export async function pruneCommand(options: PruneCommandOptions): Promise<void> 
   try {
     const progress = (c: PruneCounts) => {
       if (!options.json && process.stderr.isTTY) {
-        process.stderr.write(`\r${c.outboxRows} outbox rows, ${c.environmentsCompacted} journals so far`);
+        process.stderr.write(
+          `\r${c.outboxRows} outbox rows, ${c.environmentsCompacted} journals, ${c.attemptsCompacted} attempts so far`,
+        );
       }
     };
     const counts = await pruneOnce(
@@ -40,7 +42,8 @@ export async function pruneCommand(options: PruneCommandOptions): Promise<void> 
       `${verb} ${counts.outboxRows} acknowledged outbox row(s) older than ${graceMin} min\n` +
         `${options.dryRun ? 'would compact' : 'compacted'} the journals of ${counts.environmentsCompacted} ` +
         `Environment(s) released over ${retentionDays} day(s) ago (${counts.journalRowsCompacted} row(s) into one summary each)\n` +
-        'kept: provider attempts, late-resource cleanups, leases, and every Environment with an open cleanup or an unresolved attempt\n',
+        `${options.dryRun ? 'would fold' : 'folded'} ${counts.attemptsCompacted} settled provider attempt(s) of those Environments into their summaries\n` +
+        'kept: unresolved attempts, late-resource cleanups, leases, and the attempts of every Environment with an open cleanup, a late sweep due, a BuildTest step left or an unresolved attempt\n',
     );
   } finally {
     await db.close();

@@ -116,14 +116,30 @@ export interface UnattemptedCall {
 
 /**
  * Simulated provider calls with no attempt created before them of a kind that makes that call:
- * the same operation when the call names one, else the same owner hash and provider fence.
+ * the same operation when the call names one, else the same owner hash and provider fence. A call
+ * made before the attempts of its operation or owner hash were compacted (store/prune.ts) is
+ * accounted for by that summary.
  */
 export async function callsWithoutAttempt(q: Queryable): Promise<UnattemptedCall[]> {
   const { rows } = await q.query<UnattemptedCall>(
-    `SELECT c.call_id::float8 AS "callId", c.operation, c.operation_id AS "operationId",
+    `WITH compacted AS MATERIALIZED (
+       SELECT s.event->'attempts' AS attempts, (s.event->'attempts'->>'compactedAt')::timestamptz AS at
+         FROM environment_journal s WHERE s.revision = 0 AND s.event ? 'attempts'
+     ), accounted_operations AS MATERIALIZED (
+       SELECT x AS operation_id, max(at) AS at
+         FROM compacted, jsonb_array_elements_text(attempts->'operations') x GROUP BY x
+     ), accounted_owners AS MATERIALIZED (
+       SELECT x AS owner_hash, max(at) AS at
+         FROM compacted, jsonb_array_elements_text(attempts->'ownerHashes') x GROUP BY x
+     )
+     SELECT c.call_id::float8 AS "callId", c.operation, c.operation_id AS "operationId",
             c.owner_hash AS "ownerHash", c.provider_fence::float8 AS "providerFence", c.called_at AS "calledAt"
        FROM simulated_provider_calls c
-      WHERE NOT EXISTS (
+      WHERE NOT EXISTS (SELECT 1 FROM accounted_operations o
+                         WHERE o.operation_id = c.operation_id AND c.called_at <= o.at)
+        AND NOT EXISTS (SELECT 1 FROM accounted_owners o
+                         WHERE o.owner_hash = c.owner_hash AND c.called_at <= o.at)
+        AND NOT EXISTS (
         SELECT 1 FROM provider_attempts a
          WHERE a.created_at <= c.called_at
            AND a.kind = ANY(CASE c.operation

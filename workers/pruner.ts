@@ -1,10 +1,11 @@
 // The pruner: a periodic task that keeps the tables that grow with every lifecycle bounded
 // (store/prune.ts says what goes and what never does). Each pass deletes acknowledged outbox rows
-// past a short grace and compacts the journals of Environments released longer ago than the
-// retention window, in batches, until nothing is left or the pass is stopped.
+// past a short grace, compacts the journals of Environments released longer ago than the retention
+// window, and then folds their settled attempts into those summaries, in batches, until nothing is
+// left or the pass is stopped.
 import type { Logger } from 'pino';
 import type { Database } from '../store/db.ts';
-import { compactReleased, pruneOutbox, type PruneCounts } from '../store/prune.ts';
+import { compactAttempts, compactReleased, pruneOutbox, type PruneCounts } from '../store/prune.ts';
 import type { PeriodicTask } from './scheduler.ts';
 
 /** How long an acknowledged outbox row is kept (for a look at what the relay just did). */
@@ -29,7 +30,12 @@ export async function pruneOnce(
 ): Promise<PruneCounts> {
   const now = (deps.now ?? (() => new Date()))();
   const dryRun = options.dryRun ?? false;
-  const counts: PruneCounts = { outboxRows: 0, environmentsCompacted: 0, journalRowsCompacted: 0 };
+  const counts: PruneCounts = {
+    outboxRows: 0,
+    environmentsCompacted: 0,
+    journalRowsCompacted: 0,
+    attemptsCompacted: 0,
+  };
   const outboxBefore = new Date(now.getTime() - OUTBOX_GRACE_MS);
   const releasedBefore = new Date(now.getTime() - deps.retentionDays * DAY_MS);
   const batch = deps.batchSize ?? 5_000;
@@ -39,6 +45,9 @@ export async function pruneOnce(
     const journals = await compactReleased(deps.db, releasedBefore, Number.MAX_SAFE_INTEGER, true);
     counts.environmentsCompacted = journals.environments;
     counts.journalRowsCompacted = journals.rows;
+    counts.attemptsCompacted = (
+      await compactAttempts(deps.db, releasedBefore, Number.MAX_SAFE_INTEGER, true)
+    ).rows;
     return counts;
   }
   for (;;) {
@@ -57,7 +66,15 @@ export async function pruneOnce(
     options.progress?.(counts);
     if (journals.environments < perStatement) break;
   }
-  if (counts.outboxRows + counts.environmentsCompacted > 0) deps.logger.info(counts, 'pruner pass');
+  for (;;) {
+    if (stopped(options.signal)) return counts;
+    const attempts = await compactAttempts(deps.db, releasedBefore, perStatement, false);
+    counts.attemptsCompacted += attempts.rows;
+    options.progress?.(counts);
+    if (attempts.environments < perStatement) break;
+  }
+  if (counts.outboxRows + counts.environmentsCompacted + counts.attemptsCompacted > 0)
+    deps.logger.info(counts, 'pruner pass');
   return counts;
 }
 

@@ -218,14 +218,15 @@ export async function provisionEnvironment(h: Harness, key: string, timed: Timed
   return { caller, address, lease };
 }
 
-interface DriveRun {
+export interface DriveRun {
   completed: number;
   errors: string[];
   wallMs: number;
   samples: Samples;
 }
 
-async function drive(
+/** `n` whole lifecycles, `clients` at a time, through the services (waits long-poll unless `waitMs` is 0). */
+export async function drive(
   h: Harness,
   o: { n: number; clients: number; pollMs: number; waitMs: number; tag: string; label: string },
 ): Promise<DriveRun> {

@@ -36,6 +36,9 @@ export interface BenchOptions {
   observeLeases: number;
   /** Its steady-state window, seconds. */
   observeWindowS: number;
+  /** Tables over a day of lifecycles (bench/lib/retention.ts): rounds, 0 to skip. */
+  retentionRounds: number;
+  retentionPerRound: number;
 }
 
 export const usage = `Usage: npm run bench -- [options]
@@ -59,6 +62,7 @@ export const usage = `Usage: npm run bench -- [options]
   --no-timeline         skip the step timeline (one lifecycle's steps across the processes)
   --observe-leases N    Active leases of the observation phase (default 10000; quick 1000)
   --no-observe          skip it (a finished sandbox's retirement and the steady-state cost)
+  --no-retention        skip the tables over a day of lifecycles (24 rounds of 50, pruned; quick 12 of 20)
   --no-tables           skip 1k vs 100k Environments (in-process cost; API process RSS and cost)
   --small N / --large N Environments in the tables for those (default 1000 / 100000)
   --keep-database       keep the bench_<time> database for inspection
@@ -105,6 +109,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       'no-timeline': { type: 'boolean', default: false },
       'observe-leases': { type: 'string' },
       'no-observe': { type: 'boolean', default: false },
+      'no-retention': { type: 'boolean', default: false },
       small: { type: 'string' },
       large: { type: 'string' },
       'keep-database': { type: 'boolean', default: false },
@@ -145,5 +150,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       ? 0
       : positive('observe-leases', values['observe-leases'], quick ? 1_000 : 10_000),
     observeWindowS: quick ? 20 : 60,
+    retentionRounds: values['no-retention'] ? 0 : quick ? 12 : 24,
+    retentionPerRound: quick ? 20 : 50,
   };
 }

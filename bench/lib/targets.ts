@@ -3,6 +3,7 @@
 // figures are this machine's; the peers' ratios are what the target is about.
 import type { EnginePoint } from './engine.ts';
 import type { ObservationResult } from './observe.ts';
+import { retentionFlat, type RetentionResult } from './retention.ts';
 import type { Summary } from './stats.ts';
 
 export interface Target {
@@ -27,6 +28,7 @@ export interface TargetInput {
   /** The "Sandlot / DBOS|Restate, http|engine, N clients" ratios. */
   ratios: Array<{ name: string; value: number | string | null; why?: string }>;
   observation: ObservationResult | null;
+  retention: RetentionResult | null;
   /** 2 workers / 1 worker; the 1k vs 100k cost ratios; RSS added by 100k idle Environments. */
   workersRatio: number | undefined;
   tableCosts: Array<number | undefined>;
@@ -139,10 +141,17 @@ export function e15Targets(r: TargetInput): Target[] {
         : `CPU ${o.steady.cpuSecondsPerMinPer1000.engine} s/min (API + workers) + ${o.steady.cpuSecondsPerMinPer1000.postgres} s/min (PostgreSQL), ${o.steady.writeTransactionsPerMinPer1000} write tx/min, ${o.steady.rowsWrittenPerMinPer1000} rows/min, ${o.steady.describesPerMinPer1000} describes/min`,
     met: o === null ? '-' : 'met',
   });
+  const kept = r.retention;
   list.push({
     target: '5. table sizes flat across a day of lifecycles (pruning)',
-    measured: '- not measured by this bench (test/integration/prune.test.ts; docs/operations.md "Pruning")',
-    met: '-',
+    measured:
+      kept === null
+        ? `- ${r.skipped['retention'] ?? 'tables over a day failed (see notes)'}`
+        : `rows/lifecycle once the window is full (unpruned): outbox ${kept.growthPerLifecycle.outbox} (${kept.unprunedPerLifecycle.outbox}), ` +
+          `attempts ${kept.growthPerLifecycle.provider_attempts} (${kept.unprunedPerLifecycle.provider_attempts}), ` +
+          `journal ${kept.growthPerLifecycle.environment_journal} (${kept.unprunedPerLifecycle.environment_journal}); ` +
+          `${kept.rounds.length} rounds of ${kept.perRound}`,
+    met: kept === null ? '-' : verdict(retentionFlat(kept)),
   });
   list.push({
     target: '6. every phase of the bench ran',
