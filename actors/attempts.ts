@@ -25,6 +25,7 @@ import { readCleanup, readOwnerFence } from '../store/cleanups.ts';
 import type { Queryable } from '../store/db.ts';
 import { countSweepListed, readCurrentLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
 import { onAttempt, type AttemptDeps } from './attempt-step.ts';
+import { workspaceProblem } from './build-test/workspace-binding.ts';
 import { authorityLapseOf, releaseSubjectOf } from './result-authority.ts';
 
 export type { AttemptDeps } from './attempt-step.ts';
@@ -232,6 +233,15 @@ async function beginBuildTest(tx: Queryable, attempt: AttemptRow, callTimeoutMs:
     const resolution = 'the lease moved on before the BuildTest step was dispatched';
     await resolveAttempt(tx, attempt.attemptId, { state: 'Superseded', resolution });
     const event = steppedEvent(attempt, 'interrupted', { reason: 'lease-moved', message: resolution });
+    return { event, value: { dispatch: false, reason: 'superseded' } as const };
+  }
+  // The Workspace generation, checked before each command or collector Pod: a flush that opened or
+  // verified since the step was decided keeps the Pod from ever starting.
+  const problem = step === 'cleanup' || lease === null ? null : await workspaceProblem(tx, lease);
+  if (problem !== null) {
+    const resolution = `the Workspace moved on before the BuildTest step was dispatched: ${problem}`;
+    await resolveAttempt(tx, attempt.attemptId, { state: 'Superseded', resolution });
+    const event = steppedEvent(attempt, 'interrupted', { reason: 'workspace-moved', message: problem });
     return { event, value: { dispatch: false, reason: 'superseded' } as const };
   }
   const deadline = new Date(Date.now() + callTimeoutMs);

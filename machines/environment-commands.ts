@@ -98,6 +98,15 @@ export function reconcilable(args: Args): boolean {
   );
 }
 
+/** The reconcile reopens the operation's cleanup: deleting its Pods touches no Workspace. */
+export function reconcilesCleanup(args: Args): boolean {
+  return itemOf(args)?.step === 'cleanup';
+}
+
+/** Some operation is not terminal yet: its command may still write the Workspace. */
+export const anyCommandRunning = ({ context }: Pick<Args, 'context'>): boolean =>
+  Object.values(context.commands).some((item) => !terminalCommandStates.includes(item.state));
+
 /** Only a sealed version 2 capture is acknowledged, once. */
 export function acknowledgeable(args: Args): boolean {
   const item = itemOf(args);

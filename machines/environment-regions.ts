@@ -115,7 +115,12 @@ export const commandsRegion = environmentSetup.createStateConfig({
     Open: {
       on: {
         'command.reserve': {
-          guard: and([stateIn({ sandbox: 'Active' }), 'commandOnCurrentLease', 'newCommand']),
+          guard: and([
+            stateIn({ sandbox: 'Active' }),
+            'commandOnCurrentLease',
+            'newCommand',
+            not('workspaceHeldByFlush'),
+          ]),
           actions: [
             { type: 'record.commandReserved', params: ({ event }) => cmd.reservationOf(event) },
             'reserveCommand',
@@ -123,15 +128,21 @@ export const commandsRegion = environmentSetup.createStateConfig({
           ],
         },
         'command.stepped': [
-          // Collection is opened by the same transition that saw the command exit 0.
+          // Collection is opened by the same transition that saw the command exit 0 (never on a
+          // Workspace a flush holds: the step is recorded, and nothing is opened).
           {
-            guard: and(['commandStepCurrent', ({ event }) => cmd.advanced(event)]),
+            guard: and([
+              'commandStepCurrent',
+              ({ event }) => cmd.advanced(event),
+              not('workspaceHeldByFlush'),
+            ]),
             actions: ['stepCommand', recordCommand, commandEffect],
           },
           { guard: 'commandStepCurrent', actions: ['stepCommand', recordCommand] },
         ],
+        // A command or collector step is not reopened on a Workspace a flush holds; cleanup may be.
         'command.reconcile': {
-          guard: 'commandReconcilable',
+          guard: and(['commandReconcilable', or(['reconcilesCleanup', not('workspaceHeldByFlush')])]),
           actions: ['reopenCommand', recordCommand, commandEffect],
         },
         'command.acknowledged': {
@@ -158,7 +169,14 @@ export const workspaceRegion = environmentSetup.createStateConfig({
   initial: 'Steady',
   on: {
     'workspace.flushReserve': {
-      guard: and([stateIn({ sandbox: 'Active' }), 'flushOnCurrentLease', 'newFlush', not('anyFlushOpen')]),
+      // Never while a BuildTest command may still write the Workspace.
+      guard: and([
+        stateIn({ sandbox: 'Active' }),
+        'flushOnCurrentLease',
+        'newFlush',
+        not('anyFlushOpen'),
+        not('anyCommandRunning'),
+      ]),
       target: '.Flushing',
       actions: [
         { type: 'record.flushReserved', params: ({ event }) => ws.flushReservationOf(event) },

@@ -162,3 +162,17 @@ export const flushedLeaseReplaced = ({ context }: Pick<Args, 'context'>): boolea
 /** Any flush still open: the region is Flushing while one is. */
 export const anyFlushOpen = ({ context }: Pick<Args, 'context'>): boolean =>
   Object.values(context.flushes).some((item) => openFlushStates.includes(item.state));
+
+/**
+ * The current lease's Workspace is held by a flush: one is open (the Host is sealing it), or one
+ * verified on this lease (its data moved to the suspend's generation). No BuildTest command is
+ * reserved or stepped on it then.
+ */
+export const workspaceHeldByFlush = ({ context }: Pick<Args, 'context'>): boolean => {
+  const lease = context.sandbox.lease;
+  return Object.values(context.flushes).some(
+    (item) =>
+      openFlushStates.includes(item.state) ||
+      (item.state === 'Verified' && lease !== null && item.terms.lease.operationId === lease.operationId),
+  );
+};

@@ -103,6 +103,21 @@ export async function readBuildTestOperationById(
   return rows[0] ?? null;
 }
 
+/** An operation of this lease that is not terminal yet: its command may still write the Workspace. */
+export async function readRunningBuildTestOperation(
+  q: Queryable,
+  environmentId: string,
+  leaseOperationId: string,
+): Promise<BuildTestOperationRow | null> {
+  const { rows } = await q.query<BuildTestOperationRow>(
+    `SELECT ${COLUMNS} FROM build_test_operations
+      WHERE environment_id = $1 AND lease_operation_id = $2 AND state IN ('Running', 'ReconciliationRequired')
+      ORDER BY created_at LIMIT 1`,
+    [environmentId, leaseOperationId],
+  );
+  return rows[0] ?? null;
+}
+
 /** Evidence a step may set; each column is set once and never replaced (COALESCE keeps the first). */
 export interface BuildTestEvidence {
   commandPod?: Record<string, unknown> | undefined;

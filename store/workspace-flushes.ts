@@ -83,6 +83,26 @@ export async function readVerifiedFlush(
 }
 
 /**
+ * The flush of this volume that is open (Reserved, or Uncertain after a delivery that settled
+ * nothing), or that was verified on this lease: either way the Workspace is not this lease's to
+ * write any more. Null when neither exists.
+ */
+export async function readFlushHoldingVolume(
+  q: Queryable,
+  volumeId: string,
+  leaseOperationId: string,
+): Promise<FlushRow | null> {
+  const { rows } = await q.query<FlushRow>(
+    `SELECT ${columns} FROM workspace_flushes
+      WHERE volume_id = $1
+        AND (state IN ('Reserved', 'Uncertain') OR (state = 'Verified' AND lease_operation_id = $2))
+      ORDER BY reserved_at DESC LIMIT 1`,
+    [volumeId, leaseOperationId],
+  );
+  return rows[0] ?? null;
+}
+
+/**
  * A delivery journaled, or its outcome saved: only while the flush is open (a closed flush, and
  * above all a saved receipt, is never replaced). Returns whether the row moved.
  */

@@ -54,6 +54,7 @@ import {
   type WorkspaceCapture,
 } from './requests.ts';
 import { acknowledgmentProblem, bindingOfLease, profileOfLease, sameJson } from './stored-checks.ts';
+import { workspaceProblem } from './workspace-binding.ts';
 import { operationView, type BuildTestOperationResult } from './operation-view.ts';
 
 export { BuildTestNotImplementedError, BuildTestUnavailableError };
@@ -107,6 +108,8 @@ export class BuildTestService {
     if (lease === null || binding === null) {
       throw new BuildTestRefusedError('build-test-no-active-lease', 'the Environment has no Active lease');
     }
+    // A binding is offered only while a command could run on it: not on a Workspace being flushed.
+    await this.#workspaceUsable(this.deps.db, lease);
     // What a command on this lease is checked against: the profile the lease accepted.
     const profile = profileOfLease(lease);
     return {
@@ -172,6 +175,8 @@ export class BuildTestService {
             return { event: null, value: true };
           }
           const lease = await this.#leaseMatching(tx, address.environmentId, request.expectedBinding);
+          // Under the lock: the volume is still this lease's, at its generation, and no flush holds it.
+          await this.#workspaceUsable(tx, lease);
           const recorded = recordedRequestOf(lease);
           const ownerHash = lease.recoveryRequest['ownerHash'];
           if (recorded === null || typeof ownerHash !== 'string' || lease.resource === null) {
@@ -219,6 +224,13 @@ export class BuildTestService {
   ): Promise<BuildTestOperationResult> {
     const { guard } = await this.#open(actor, address);
     const row = await this.#row(address, operationId);
+    // Read under the current Sandbox binding: the operation's lease, still current and Active.
+    await this.#leaseMatching(
+      this.deps.db,
+      address.environmentId,
+      row.expectedBinding as unknown as ExpectedSandboxBinding,
+      "the operation's binding",
+    );
     await guard.check();
     return { operation: operationView(row), replay: true };
   }
@@ -508,6 +520,7 @@ export class BuildTestService {
     tx: Queryable,
     environmentId: string,
     expected: ExpectedSandboxBinding,
+    named = 'the expected binding',
   ): Promise<LeaseRow> {
     const lease = await readCurrentLease(tx, environmentId);
     const binding = lease?.state === 'Active' ? bindingOfLease(lease) : null;
@@ -517,10 +530,15 @@ export class BuildTestService {
     if (!sameJson(binding, expected)) {
       throw new BuildTestRefusedError(
         'build-test-binding-mismatch',
-        'the expected binding is not the current lease, Workspace and network policy generation',
+        `${named} is not the current lease, Workspace and network policy generation`,
       );
     }
     return lease;
+  }
+
+  async #workspaceUsable(q: Queryable, lease: LeaseRow): Promise<void> {
+    const problem = await workspaceProblem(q, lease);
+    if (problem !== null) throw new BuildTestRefusedError('build-test-workspace-unavailable', problem);
   }
 
   async #row(address: EnvironmentAddress, operationId: string): Promise<BuildTestOperationRow> {

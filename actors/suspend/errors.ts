@@ -19,6 +19,7 @@ export const suspendRefusalCodes = [
   'suspend-request-mismatch',
   'workspace-flush-conflict',
   'workspace-flush-not-reservable',
+  'workspace-build-test-running',
   'suspend-flush-evidence-mismatch',
   'suspend-release-not-confirmed',
 ] as const;

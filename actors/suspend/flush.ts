@@ -29,6 +29,7 @@ import type { AgentHost, AgentHostWorkspaceBinding, RuntimeCore } from '../ports
 import type { RuntimeOperation, RuntimeStepRef } from '../runtime-core/runtime-operation.ts';
 import type { ActorRuntime } from '../runtime.ts';
 import { agentHostTargetOf, recordedRequestOf } from '../sandbox-readiness.ts';
+import { readRunningBuildTestOperation } from '../../store/build-test-operations.ts';
 import { SuspendRefusedError, WorkspaceFlushRefusedError, WorkspaceFlushUncertainError } from './errors.ts';
 import { openSuspendAddress, type SuspendActor } from './open.ts';
 import {
@@ -169,6 +170,14 @@ export class WorkspaceFlushService {
           const row = await readFlush(tx, flushOperationId);
           if (row === null) {
             refuseOn('workspace-transition-stale', transitionProblem(operation, volume));
+            // A BuildTest command may still write the Workspace: no flush until it is terminal.
+            const command = await readRunningBuildTestOperation(tx, lease.environmentId, lease.operationId);
+            if (command !== null) {
+              throw new SuspendRefusedError(
+                'workspace-build-test-running',
+                `BuildTest operation ${command.operationId} is ${command.state} on this lease; flush once it is terminal`,
+              );
+            }
             if (volume.dataGeneration + 1 !== request.nextDataGeneration) {
               throw new SuspendRefusedError(
                 'workspace-transition-stale',

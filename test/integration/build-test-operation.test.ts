@@ -416,6 +416,27 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     }
   });
 
+  it('an operation is read under the current Sandbox binding: once its lease is released, 409', async () => {
+    await acceptVersion2('cp-read', []);
+    expect((await create('cp-read')).status).toBe(202);
+    await settled('op-cp-read');
+    const lease = await waitForLease(h, s, (l) => l['state'] === 'Active');
+    const abandoned = await h.request('POST', `${s.base}/sandbox/abandon`, {
+      token: s.token,
+      body: {
+        resourceGeneration: lease['resourceGeneration'],
+        providerFence: lease['providerFence'],
+        idempotencyKey: 'abandon-read',
+      },
+    });
+    expect(abandoned.status).toBe(202);
+    await waitForLease(h, s, (l) => l['state'] === 'Released');
+    const res = await h.request('GET', `${commands()}/op-cp-read`, { token: s.token });
+    expect(res.status).toBe(409);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect((await json<{ type: string }>(res)).type).toBe('urn:sandlot:problem:build-test-no-active-lease');
+  });
+
   it('a terminal operation keeps its status, Pods and evidence against an identical or changed save', async () => {
     await acceptVersion2('cp-final', []);
     expect((await create('cp-final')).status).toBe(202);

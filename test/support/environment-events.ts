@@ -4,6 +4,7 @@ import type { SnapshotFrom } from 'xstate';
 import type { environmentMachine } from '../../machines/environment.ts';
 import type {
   EnvironmentEvent,
+  FlushTerms,
   ProviderResultEvent,
   ResourceSummary,
 } from '../../machines/environment-events.ts';
@@ -234,3 +235,13 @@ export const cleanupFailed = (
   claimToken,
   error: { code: 'Timeout', message: 'cleanup unknown' },
 });
+
+/** The terms of a flush of vol-1 at revision 2 for the lease op-1 (resource generation 1). */
+export const flushTerms: FlushTerms = {
+  volumeId: 'vol-1',
+  coreOperationId: 'op-suspend-1',
+  stepId: 'agent_1',
+  lease: { operationId: 'op-1', resourceGeneration: 1, providerFence: 1 },
+  transitionRevision: 2,
+  dataGeneration: 1,
+};

@@ -36,8 +36,13 @@ export interface SuspendBackend {
   close(): Promise<void>;
 }
 
-/** Opens it with the embedded RuntimeCore and Events stand-ins and network policy writer; `options` add to (or replace) the defaults. */
-export async function openSuspendBackend(options: HarnessOptions = {}): Promise<SuspendBackend> {
+/**
+ * Opens it with the embedded RuntimeCore and Events stand-ins and network policy writer; `options`
+ * (or what they are made of the database) add to, or replace, the defaults.
+ */
+export async function openSuspendBackend(
+  options: HarnessOptions | ((db: BackendHandle['db']) => HarnessOptions) = {},
+): Promise<SuspendBackend> {
   const handle = await openBackend('postgres');
   const stateDir = await mkdtemp(join(tmpdir(), 'sandlot-suspend-'));
   const host = new EmbeddedAgentHost({ db: handle.db, stateDir });
@@ -48,7 +53,7 @@ export async function openSuspendBackend(options: HarnessOptions = {}): Promise<
     networkPolicyWriter: new TableNetworkPolicyWriter(handle.db),
     runtimeEvents: new EmbeddedRuntimeEvents(handle.db),
     provider: { phaseDelaysMs: { imageReady: 10, started: 30 } },
-    ...options,
+    ...(typeof options === 'function' ? options(handle.db) : options),
   });
   return {
     handle,

@@ -7,7 +7,7 @@ import { initialTransition, transition } from 'xstate';
 import { environmentMachine } from '../../machines/environment.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import { activeLease, effects } from '../support/active-lease.ts';
-import { environmentInput, type EnvironmentSnapshot } from '../support/environment-events.ts';
+import { environmentInput, flushTerms, type EnvironmentSnapshot } from '../support/environment-events.ts';
 
 type Actions = readonly { type: string; params?: unknown }[];
 
@@ -145,5 +145,65 @@ describe('the commands region', () => {
     expect(s.context.commands['op-cp-1']).toMatchObject({ state: 'Failed', step: null });
     const ack = { type: 'command.acknowledged', operationId: 'op-cp-1', acknowledgment: {} } as const;
     expect(send(s, ack).changed).toBe(false);
+  });
+});
+
+// The commands and workspace regions hold each other's fence: a command may write the Workspace
+// until it is terminal, and a flush seals it (Verified: its data moved to the suspend's generation).
+describe('BuildTest and the Workspace flush', () => {
+  const flushReserve: EnvironmentEvent = {
+    type: 'workspace.flushReserve',
+    flushOperationId: 'fl-1',
+    terms: flushTerms,
+  };
+  const flushed = (outcome: 'verified' | 'uncertain' | 'refused'): EnvironmentEvent => ({
+    type: 'workspace.flushed',
+    flushOperationId: 'fl-1',
+    outcome,
+    evidence: {},
+    receiptSha256: outcome === 'verified' ? hex('e') : null,
+  });
+  const reconcile = { type: 'command.reconcile', operationId: 'op-cp-1' } as const;
+
+  it('reserves no command while a flush is open, or after one verified on this lease', () => {
+    const flushing = send(activeLease(), flushReserve).next;
+    expect(send(flushing, reserve()).changed).toBe(false);
+    // Uncertain: still open, still held.
+    const uncertain = send(flushing, flushed('uncertain')).next;
+    expect(send(uncertain, reserve()).changed).toBe(false);
+    const verified = send(flushing, flushed('verified')).next;
+    expect(verified.value).toMatchObject({ workspace: 'Flushed' });
+    expect(send(verified, reserve()).changed).toBe(false);
+    // A refused flush changed nothing: the Workspace is the lease's again.
+    const refused = send(flushing, flushed('refused')).next;
+    const reserved = send(refused, reserve());
+    expect(effects(reserved.actions).map((e) => e.request.buildTest?.step)).toEqual(['command']);
+  });
+
+  it('reserves no flush while a command runs or is uncertain; once it is terminal, it may', () => {
+    let s: EnvironmentSnapshot = send(activeLease(), reserve()).next;
+    expect(send(s, flushReserve).changed).toBe(false);
+    s = send(s, stepped('op-cp-1.buildTest.command.1', 'command', 'unknown')).next;
+    expect(s.context.commands['op-cp-1']).toMatchObject({ state: 'ReconciliationRequired' });
+    expect(send(s, flushReserve).changed).toBe(false);
+    s = send(s, reconcile).next;
+    s = send(s, stepped('op-cp-1.buildTest.command.2', 'command', 'advanced')).next;
+    expect(send(s, flushReserve).changed).toBe(false);
+    s = send(s, stepped('op-cp-1.buildTest.collect.3', 'collect', 'sealed')).next;
+    expect(send(s, flushReserve).next.value).toMatchObject({ workspace: 'Flushing' });
+  });
+
+  it('after a verified flush, the acknowledged capture is still cleaned up', () => {
+    let s: EnvironmentSnapshot = send(activeLease(), reserve()).next;
+    s = send(s, stepped('op-cp-1.buildTest.command.1', 'command', 'advanced')).next;
+    s = send(s, stepped('op-cp-1.buildTest.collect.2', 'collect', 'sealed')).next;
+    s = send(send(s, flushReserve).next, flushed('verified')).next;
+    const acked = send(s, { type: 'command.acknowledged', operationId: 'op-cp-1', acknowledgment: {} });
+    expect(effects(acked.actions).map((e) => e.request.buildTest?.step)).toEqual(['cleanup']);
+    // A cleanup that failed is reopened by a reconcile, Workspace held or not.
+    const failed = send(acked.next, stepped('op-cp-1.buildTest.cleanup.3', 'cleanup', 'failed')).next;
+    expect(effects(send(failed, reconcile).actions).map((e) => e.request.buildTest?.step)).toEqual([
+      'cleanup',
+    ]);
   });
 });

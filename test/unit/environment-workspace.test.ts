@@ -12,6 +12,7 @@ import { activeLease, effects } from '../support/active-lease.ts';
 import {
   abandon,
   environmentInput,
+  flushTerms,
   provision,
   result,
   type EnvironmentSnapshot,
@@ -19,14 +20,7 @@ import {
 
 type Actions = readonly { type: string; params?: unknown }[];
 
-const terms: FlushTerms = {
-  volumeId: 'vol-1',
-  coreOperationId: 'op-suspend-1',
-  stepId: 'agent_1',
-  lease: { operationId: 'op-1', resourceGeneration: 1, providerFence: 1 },
-  transitionRevision: 2,
-  dataGeneration: 1,
-};
+const terms = flushTerms;
 const reserve = (flushOperationId = 'fl-1', overrides: Partial<FlushTerms> = {}): EnvironmentEvent => ({
   type: 'workspace.flushReserve',
   flushOperationId,
