@@ -100,3 +100,19 @@ export class Guard {
     };
   }
 }
+
+/**
+ * `context` with `check` asked first inside the transaction, after the owner's lock and reads and
+ * before commit: what a step must hear afresh once every database wait is behind it (Core's word
+ * on its operation, say). Throwing rolls the step back.
+ */
+export function checkedBeforeCommit(context: CommitContext, check: () => Promise<unknown>): CommitContext {
+  const before = context.beforeCommit;
+  return {
+    ...context,
+    beforeCommit: async (tx, row) => {
+      await check();
+      await before?.(tx, row);
+    },
+  };
+}

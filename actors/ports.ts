@@ -274,9 +274,17 @@ export interface StorageEvidence {
     /** `spec.volumeName`: the bound PersistentVolume. */
     volumeName: string | null;
     deleting: boolean;
+    /** SHA-256 of the canonical JSON of the claim's whole `spec`: its full claim specification. */
+    claimSpecSha256: string;
   } | null;
   /** The PersistentVolume the PVC names, or null when it names none or it does not exist. */
-  pv: { name: string; uid: string; claimRef: StorageClaimRef | null } | null;
+  pv: {
+    name: string;
+    uid: string;
+    claimRef: StorageClaimRef | null;
+    /** `spec.mountOptions`, in order (empty when it names none). */
+    mountOptions: readonly string[];
+  } | null;
 }
 
 export interface WorkspaceStorage {

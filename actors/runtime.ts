@@ -252,7 +252,11 @@ export class ActorRuntime<TEvent extends { type: string }> {
           const { event, value } = await prepare(tx, row);
           mark(environmentId, `tx: prepared ${event?.type ?? '-'}`);
           handled = event;
-          if (event === null) return { value, sent: null };
+          if (event === null) {
+            // What `prepare` wrote without an event (a detach, say) is held to the same checks.
+            await context.beforeCommit?.(tx, row);
+            return { value, sent: null };
+          }
           return { value, sent: await this.#transition(tx, row, event, context) };
         });
       } catch (error) {

@@ -32,6 +32,7 @@ import type {
 import {
   bindingOf,
   checkStorageEvidence,
+  partlyPinned,
   WorkspaceStorageRefusedError,
   WorkspaceStorageUnavailableError,
   type StorageCheckFailure,
@@ -100,19 +101,36 @@ export async function verifyWorkspace(
   storage: WorkspaceStorage = new EmbeddedWorkspaceStorage(q),
 ): Promise<void> {
   const ref = await verifyWorkspaceRecord(q, env, workspace);
-  const binding = await readStorageBinding(q, workspace.volumeId);
+  await verifyStorage(q, ref, lease, storage);
+}
+
+/**
+ * Storage, read back afresh where `lease` says its objects live, holds exactly what the volume's
+ * binding pinned for `ref`'s generations: the PVC and its bound PV, the claim's full specification
+ * and the PV's approved mount options (WorkspaceStorageRefusedError, 409, otherwise; 503 when it
+ * cannot be read). The first verified check pins what it verified (and a binding pinned before a
+ * part was pinnable gains that part, once). Asked before a lease is reserved and around a suspend
+ * flush's Host delivery.
+ */
+export async function verifyStorage(
+  q: Queryable,
+  ref: WorkspaceVolumeRef,
+  lease: LeaseProviderRecord,
+  storage: WorkspaceStorage,
+): Promise<void> {
+  const binding = await readStorageBinding(q, ref.volumeId);
   // A verified flush moves the record past storage's annotation; only its exact chain is accepted.
-  const flushedFrom = await readVerifiedFlushGenerations(q, workspace.volumeId);
+  const flushedFrom = await readVerifiedFlushGenerations(q, ref.volumeId);
   const evidence = await inspectStorage(storage, ref, lease);
   const refuse = (failures: StorageCheckFailure[]) => {
-    if (failures.length > 0) throw new WorkspaceStorageRefusedError(workspace.volumeId, failures);
+    if (failures.length > 0) throw new WorkspaceStorageRefusedError(ref.volumeId, failures);
   };
   refuse(checkStorageEvidence({ volume: ref, selection: storage.selection, binding, flushedFrom }, evidence));
   const verified = bindingOf(evidence);
-  if (verified === null || binding?.pv != null) return;
-  // First verified admission (or the first since PVs were pinned): pin what was verified; a
+  if (verified === null || !partlyPinned(binding)) return;
+  // First verified check (or the first since a part was pinnable): pin what was verified; a
   // concurrent first pin of other storage loses here.
-  const held = await pinStorageBinding(q, workspace.volumeId, verified);
+  const held = await pinStorageBinding(q, ref.volumeId, verified);
   refuse(
     checkStorageEvidence({ volume: ref, selection: storage.selection, binding: held, flushedFrom }, evidence),
   );

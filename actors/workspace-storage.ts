@@ -18,6 +18,8 @@ export const storageCheckCodes = [
   'workspace-pvc-unbound',
   'workspace-pv-replaced',
   'workspace-pv-claim-mismatch',
+  'workspace-claim-spec-changed',
+  'workspace-mount-options-changed',
 ] as const;
 export type StorageCheckCode = (typeof storageCheckCodes)[number];
 
@@ -120,6 +122,13 @@ export function checkStorageEvidence(
   } else if (binding !== null && binding.pvcUid !== pvc.uid) {
     fail('workspace-pvc-replaced', `${name} has UID ${pvc.uid}, not the pinned ${binding.pvcUid}`);
   }
+  const pinnedSpec = binding?.claimSpecSha256 ?? null;
+  if (pinnedSpec !== null && pinnedSpec !== pvc.claimSpecSha256) {
+    fail(
+      'workspace-claim-spec-changed',
+      `${name}'s specification hashes to ${short(pvc.claimSpecSha256)}, not the pinned ${short(pinnedSpec)}`,
+    );
+  }
 
   const annotations = [
     ['environment', pvc.environmentId, volume.environmentId],
@@ -158,8 +167,18 @@ export function checkStorageEvidence(
   } else if (pinnedPv !== null && !sameClaim(ref, pinnedPv.claimRef)) {
     fail('workspace-pv-claim-mismatch', `${claimed(pinnedPv.claimRef)}, the pinned claim`);
   }
+  const approved = binding?.mountOptions ?? null;
+  if (approved !== null && !sameList(approved, pv.mountOptions)) {
+    fail(
+      'workspace-mount-options-changed',
+      `PersistentVolume ${pv.name} mounts with [${pv.mountOptions.join(', ')}], not the approved [${approved.join(', ')}]`,
+    );
+  }
   return failures;
 }
+
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((item, i) => item === b[i]);
 
 const sameClaim = (ref: StorageClaimRef | null, claim: StorageClaimRef) =>
   ref !== null && ref.namespace === claim.namespace && ref.name === claim.name && ref.uid === claim.uid;
@@ -171,7 +190,7 @@ const showClaim = (ref: StorageClaimRef | null) =>
  * The binding a verified admission pins: the selection, PVC and bound PV it verified, the PV's
  * claimRef as it named that PVC. Null when the evidence holds nothing to pin (it never passes then).
  */
-export function bindingOf(evidence: StorageEvidence): (StorageBinding & { pv: PinnedVolume }) | null {
+export function bindingOf(evidence: StorageEvidence): VerifiedBinding | null {
   const { selection, pvc, pv } = evidence;
   if (selection === null || pvc === null || pv === null) return null;
   const claimRef = { namespace: pvc.namespace, name: pvc.name, uid: pvc.uid };
@@ -181,8 +200,24 @@ export function bindingOf(evidence: StorageEvidence): (StorageBinding & { pv: Pi
     pvcName: pvc.name,
     pvcUid: pvc.uid,
     pv: { name: pv.name, uid: pv.uid, claimRef },
+    claimSpecSha256: pvc.claimSpecSha256,
+    mountOptions: [...pv.mountOptions],
   };
 }
+
+/** Everything a binding pins, as one verified check found it. */
+export type VerifiedBinding = StorageBinding & {
+  pv: PinnedVolume;
+  claimSpecSha256: string;
+  mountOptions: string[];
+};
+
+/** Whether `binding` lacks a part a verified check would pin now (pinned before that part was). */
+export const partlyPinned = (binding: StorageBinding | null): boolean =>
+  binding === null ||
+  binding.pv === null ||
+  binding.claimSpecSha256 === null ||
+  binding.mountOptions === null;
 
 /** Storage does not hold what the Workspace record says: nothing was reserved or dispatched. */
 export class WorkspaceStorageRefusedError extends ActorError {

@@ -11,6 +11,7 @@ import type {
   WorkspaceStorage,
   WorkspaceVolumeRef,
 } from '../actors/ports.ts';
+import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
 import type { Queryable } from './db.ts';
 
 /** The embedded storage's own selection: what its volumes are made under. */
@@ -67,6 +68,8 @@ interface StorageRow {
   claimNamespace: string | null;
   claimName: string | null;
   claimUid: string | null;
+  claimSpec: Record<string, unknown>;
+  mountOptions: string[];
 }
 
 const columns = `storage_provider_id AS "providerId", storage_options_revision AS "optionsRevision",
@@ -74,7 +77,8 @@ const columns = `storage_provider_id AS "providerId", storage_options_revision A
   pvc_environment_id AS "environmentId", pvc_resource_generation AS "resourceGeneration",
   pvc_data_generation AS "dataGeneration", pvc_phase AS phase, pvc_volume_name AS "volumeName",
   pvc_deleting AS deleting, pv_name AS "pvName", pv_uid AS "pvUid", pv_claim_namespace AS "claimNamespace",
-  pv_claim_name AS "claimName", pv_claim_uid AS "claimUid"`;
+  pv_claim_name AS "claimName", pv_claim_uid AS "claimUid", pvc_spec AS "claimSpec",
+  pv_mount_options AS "mountOptions"`;
 
 // The embedded storage lives in no cluster: there is none to compare with the lease's.
 function evidenceOf(row: StorageRow | undefined): StorageEvidence {
@@ -98,6 +102,12 @@ function evidenceOf(row: StorageRow | undefined): StorageEvidence {
       phase: row.phase,
       volumeName: row.volumeName,
       deleting: row.deleting,
+      // The claim's whole spec, the bound volume's name in it as in a Kubernetes claim.
+      claimSpecSha256: sha256Hex(
+        canonicalJson(
+          row.volumeName === null ? row.claimSpec : { ...row.claimSpec, volumeName: row.volumeName },
+        ),
+      ),
     },
     pv: bound
       ? {
@@ -107,6 +117,7 @@ function evidenceOf(row: StorageRow | undefined): StorageEvidence {
             row.claimNamespace === null && row.claimName === null && row.claimUid === null
               ? null
               : { namespace: row.claimNamespace, name: row.claimName, uid: row.claimUid },
+          mountOptions: row.mountOptions,
         }
       : null,
   };

@@ -15,7 +15,7 @@ import { readLeaseByOperation, type LeaseRow } from '../../store/leases.ts';
 import { readVerifiedFlush } from '../../store/workspace-flushes.ts';
 import { countUnresolvedAttempts } from '../../store/resume-bootstrap-attempts.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
-import type { Guard, AuthorityDeps } from '../guard.ts';
+import { checkedBeforeCommit, type Guard, type AuthorityDeps } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
 import type { NetworkPolicyWriter } from '../network-policy-writer.ts';
 import type { AgentHost, NetworkPolicyVerifier, RuntimeCore, RuntimeOperation } from '../ports.ts';
@@ -92,7 +92,8 @@ export class ResumeService {
         };
         return { event, value: null };
       },
-      guard.commit(ref.runId),
+      // Core's operation afresh once the owner's lock and reads are behind it, then authority.
+      checkedBeforeCommit(guard.commit(ref.runId), () => this.#askCore(guard, actor, request)),
     );
     if (sent !== null && !sent.accepted) {
       throw new ResumeRefusedError(

@@ -20,12 +20,22 @@ import type { EnvironmentEvent, FlushTerms } from '../../machines/environment-ev
 import type { Database, Queryable } from '../../store/db.ts';
 import type { LeaseRow } from '../../store/leases.ts';
 import { readFlush, type FlushRow } from '../../store/workspace-flushes.ts';
-import type { VolumeRow } from '../../store/workspaces.ts';
+import { EmbeddedWorkspaceStorage } from '../../store/workspace-storage.ts';
+import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { AgentHostFlushRefusedError, hostRefusalCodes } from '../agenthost-flush.ts';
 import { coreActorOf } from '../build-test/requests.ts';
-import type { AuthorityDeps, Guard } from '../guard.ts';
+import { checkedBeforeCommit, type AuthorityDeps, type Guard } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
-import type { AgentHost, AgentHostWorkspaceBinding, RuntimeCore } from '../ports.ts';
+import type {
+  AgentHost,
+  AgentHostWorkspaceBinding,
+  RuntimeCore,
+  WorkspaceStorage,
+  WorkspaceVolumeRef,
+} from '../ports.ts';
+import { recordedApplicability } from '../provider-applicability.ts';
+import { verifyStorage } from '../sandbox-admission.ts';
+import { WorkspaceStorageRefusedError } from '../workspace-storage.ts';
 import type { RuntimeOperation, RuntimeStepRef } from '../runtime-core/runtime-operation.ts';
 import type { ActorRuntime } from '../runtime.ts';
 import { agentHostTargetOf, recordedRequestOf } from '../sandbox-readiness.ts';
@@ -46,6 +56,8 @@ export interface WorkspaceFlushDeps extends AuthorityDeps {
   runtime: ActorRuntime<EnvironmentEvent>;
   agentHost: AgentHost;
   runtimeCore?: RuntimeCore;
+  /** The Workspace's storage, read back around the Host delivery (default: the embedded table over db). */
+  workspaceStorage?: WorkspaceStorage;
   /** Deadline of one Core or Host call made for a request (default 30 s). */
   callTimeoutMs?: number;
 }
@@ -162,6 +174,11 @@ export class WorkspaceFlushService {
     // Host delivery accepts only Core's saved Fenced request, for exactly this volume transition.
     const { operation } = await askCore(['fenced']);
     refuseOn('suspend-request-mismatch', requestProblem(operation, volumeId, request));
+    // Storage holds the pinned claim before anything is reserved: a refusal writes nothing.
+    await guard.after(async () => {
+      const { lease, volume } = await this.#judged(this.deps.db, operation, volumeId);
+      await this.#storageHolds(operation.ref, lease, volume);
+    });
     const { value: reserved } = await this.deps.runtime
       .step(
         address.environmentId,
@@ -208,7 +225,8 @@ export class WorkspaceFlushService {
           const event: EnvironmentEvent = { type: 'workspace.flushRedeliver', flushOperationId };
           return { event, value: { lease, terms: termsOf(row) } };
         },
-        guard.commit(address.runId),
+        // Core's operation afresh once the owner's waits are behind the reservation, then authority.
+        checkedBeforeCommit(guard.commit(address.runId), () => askCore(['fenced'])),
       )
       .then((outcome) => {
         if (outcome.sent?.accepted !== true) {
@@ -222,19 +240,37 @@ export class WorkspaceFlushService {
 
     let delivery = await this.#deliver(reserved.lease, reserved.terms, flushOperationId);
     if (delivery.outcome === 'verified') {
-      // After the delivery: Core's operation and authority again, before anything is saved.
+      // After the delivery: storage, then (in the owner transaction that saves the outcome, after
+      // its waits) Core's operation and authority again. A failure keeps the receipt as uncertain
+      // evidence, never applied.
+      const { receipt } = delivery;
       try {
-        await askCore(['fenced']);
+        await guard.after(async () => {
+          const volume = await readVolume(this.deps.db, volumeId);
+          if (volume === null) throw new Error(`Workspace volume ${volumeId} vanished during its flush`);
+          await this.#storageHolds(operation.ref, reserved.lease, {
+            ...volume,
+            dataGeneration: reserved.terms.dataGeneration,
+          });
+        });
+        delivery = await this.#settle(guard, address, operation, flushOperationId, delivery, () =>
+          askCore(['fenced']),
+        );
       } catch (error) {
+        const reason =
+          error instanceof WorkspaceStorageRefusedError ? error.code : 'checks-failed-after-delivery';
+        const checks =
+          error instanceof WorkspaceStorageRefusedError ? { checks: error.extensions.checks } : {};
         await this.#settle(guard, address, operation, flushOperationId, {
           outcome: 'uncertain',
-          reason: 'checks-failed-after-delivery',
-          evidence: { reason: 'checks-failed-after-delivery', receipt: delivery.receipt },
+          reason,
+          evidence: { reason, ...checks, receipt },
         });
         throw error;
       }
+    } else {
+      delivery = await this.#settle(guard, address, operation, flushOperationId, delivery);
     }
-    delivery = await this.#settle(guard, address, operation, flushOperationId, delivery);
     const row = await readFlush(this.deps.db, flushOperationId);
     await guard.check();
     if (delivery.outcome === 'uncertain')
@@ -256,6 +292,30 @@ export class WorkspaceFlushService {
     refuseOn('workspace-not-attached', attachedVolumeProblem(operation, lease, volume));
     if (lease === null || volume === null) throw new Error('suspend facts vanished after their checks');
     return { lease, volume };
+  }
+
+  /**
+   * The volume's storage holds exactly what its binding pinned (PVC, PV, the full claim
+   * specification, the approved mount options) at `volume`'s generations, read where the lease's
+   * objects live; nothing to read for a provider that attaches no volume. Throws
+   * WorkspaceStorageRefusedError (409) or WorkspaceStorageUnavailableError (503).
+   */
+  async #storageHolds(
+    owner: Pick<RuntimeStepRef, 'tenantId' | 'projectId'>,
+    lease: LeaseRow,
+    volume: Pick<VolumeRow, 'volumeId' | 'environmentId' | 'resourceGeneration' | 'dataGeneration'>,
+  ): Promise<void> {
+    if (!recordedApplicability(lease.providerIdentity).applies.workspaceStorage) return;
+    const storage = this.deps.workspaceStorage ?? new EmbeddedWorkspaceStorage(this.deps.db);
+    const ref: WorkspaceVolumeRef = {
+      tenantId: owner.tenantId,
+      projectId: owner.projectId,
+      environmentId: volume.environmentId,
+      volumeId: volume.volumeId,
+      resourceGeneration: volume.resourceGeneration,
+      dataGeneration: volume.dataGeneration,
+    };
+    await verifyStorage(this.deps.db, ref, lease, storage);
   }
 
   /** One delivery to the Host holding exactly this lease and Workspace; never throws a verdict. */
@@ -306,6 +366,8 @@ export class WorkspaceFlushService {
     operation: RuntimeOperation,
     flushOperationId: string,
     delivery: Delivery,
+    /** Asked inside the transaction before a verified outcome commits (Core's word after the waits). */
+    confirm?: () => Promise<unknown>,
   ): Promise<Delivery> {
     const { value } = await this.deps.runtime.step(
       address.environmentId,
@@ -342,7 +404,9 @@ export class WorkspaceFlushService {
               };
         return { event, value: settled };
       },
-      guard.commit(address.runId),
+      confirm === undefined
+        ? guard.commit(address.runId)
+        : checkedBeforeCommit(guard.commit(address.runId), confirm),
     );
     return value;
   }

@@ -33,7 +33,7 @@ import {
 import { readVerifiedFlush, type FlushRow } from '../../store/workspace-flushes.ts';
 import { detachVolume, readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { coreActorOf } from '../build-test/requests.ts';
-import type { AuthorityDeps, Guard } from '../guard.ts';
+import { checkedBeforeCommit, type AuthorityDeps, type Guard } from '../guard.ts';
 import type { AttemptRunner, RuntimeCore, RuntimeOperation } from '../ports.ts';
 import type { SavedOperationEvidence } from '../runtime-core/runtime-operation.ts';
 import type { ActorRuntime } from '../runtime.ts';
@@ -115,7 +115,8 @@ export class PlacementReleaseService {
         };
         return { event, value: null };
       },
-      guard.commit(ref.runId),
+      // Core's word once more after the owner's waits: the release is sent only on it.
+      checkedBeforeCommit(guard.commit(ref.runId), () => this.#confirmed(guard, core, actor, request)),
     );
     if (sent !== null && !sent.accepted) {
       await guard.check();
@@ -127,9 +128,8 @@ export class PlacementReleaseService {
 
     let answer = await this.#settled(operation);
     if (answer.state === 'Releasing' && answer.awaitingDetach) {
-      // The provider confirmed; the Workspace is detached only now, after Core was asked again
-      // following the wait, in a commit that checks Projects authority afresh.
-      await this.#confirmed(guard, core, actor, request);
+      // The provider confirmed; the Workspace is detached only now, in a commit that asks Core
+      // again and checks Projects authority afresh after the owner's waits.
       await this.deps.runtime.step(
         ref.environmentId,
         async (tx) => {
@@ -140,7 +140,7 @@ export class PlacementReleaseService {
           await detachVolume(tx, operation.workspace.volumeId, lease.resourceGeneration);
           return { event: null, value: null };
         },
-        guard.commit(ref.runId),
+        checkedBeforeCommit(guard.commit(ref.runId), () => this.#confirmed(guard, core, actor, request)),
       );
       answer = await this.#settled(operation);
     }

@@ -23,6 +23,7 @@ import type {
   V1PersistentVolume,
   V1PersistentVolumeClaim,
 } from '../agent-sandbox/client-node.ts';
+import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { ProviderError, uncertain } from '../errors.ts';
 import type { CallOptions } from '../provider.ts';
 import { clusterPinOf, livePinOf } from '../agent-sandbox/cluster-pin.ts';
@@ -107,6 +108,9 @@ export class KubernetesWorkspaceStorage implements WorkspaceStorage {
   }
 }
 
+/** The digest a binding pins of a claim's whole `spec`, as the API server answered it. */
+export const claimSpecSha256Of = (spec: object): string => sha256Hex(canonicalJson(spec));
+
 /** The facts of one PVC and its PV, as read (pure). A PVC without a UID is not a readable answer. */
 export function factsOf(
   namespace: string,
@@ -137,6 +141,7 @@ export function factsOf(
       phase: pvc.status?.phase ?? null,
       volumeName: pvc.spec?.volumeName || null,
       deleting: pvc.metadata?.deletionTimestamp != null,
+      claimSpecSha256: claimSpecSha256Of(pvc.spec ?? {}),
     },
     pv:
       pv === null
@@ -152,6 +157,7 @@ export function factsOf(
                     name: claimRef.name ?? null,
                     uid: claimRef.uid ?? null,
                   },
+            mountOptions: [...(pv.spec?.mountOptions ?? [])],
           },
   };
 }

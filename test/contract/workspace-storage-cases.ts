@@ -31,6 +31,10 @@ export interface WorkspaceStorageSubject {
   replacePv(volume: WorkspaceVolumeRef): Promise<void>;
   /** Binds the PVC to another PV (another name and UID) that claims it, in place of its own. */
   rebindPv(volume: WorkspaceVolumeRef): Promise<void>;
+  /** Changes the claim's specification under the same PVC (a resize: more storage requested). */
+  respec(volume: WorkspaceVolumeRef): Promise<void>;
+  /** The bound PV now mounts with `mountOptions`. */
+  remount(volume: WorkspaceVolumeRef, mountOptions: string[]): Promise<void>;
   /** Points the bound PV's claimRef at another claim. */
   claimPvBy(volume: WorkspaceVolumeRef, claim: { name?: string; uid?: string }): Promise<void>;
   /** The PVC goes back to Pending with no volumeName. */
@@ -119,10 +123,34 @@ export function defineWorkspaceStorageContract(
         await s()[change](volume);
         // Still claiming the same PVC, so it passes on its own; only the pin tells it from the first.
         expect(await codes(volume), change).toEqual([]);
-        expect(await codes(volume, binding), change).toEqual(['workspace-pv-replaced']);
+        // Another PV's name in the claim is another claim specification too.
+        expect(await codes(volume, binding), change).toEqual(
+          change === 'rebindPv'
+            ? ['workspace-claim-spec-changed', 'workspace-pv-replaced']
+            : ['workspace-pv-replaced'],
+        );
         // A binding pinned before PVs were (no PV recorded) does not refuse it.
-        expect(await codes(volume, { ...binding, pv: null }), change).toEqual([]);
+        expect(
+          await codes(volume, { ...binding, pv: null, claimSpecSha256: null, mountOptions: null }),
+          change,
+        ).toEqual([]);
       }
+    });
+
+    it('a claim specification or mount options other than pinned are refused', async () => {
+      const respecced = await s().newVolume();
+      const binding = await pinned(respecced);
+      expect(binding.claimSpecSha256).toMatch(/^[0-9a-f]{64}$/);
+      await s().respec(respecced);
+      expect(await codes(respecced)).toEqual([]);
+      expect(await codes(respecced, binding)).toEqual(['workspace-claim-spec-changed']);
+
+      const remounted = await s().newVolume();
+      const approved = await pinned(remounted);
+      await s().remount(remounted, [...(approved.mountOptions ?? []), 'nobrl']);
+      expect(await codes(remounted, approved)).toEqual(['workspace-mount-options-changed']);
+      await s().remount(remounted, approved.mountOptions ?? []);
+      expect(await codes(remounted, approved)).toEqual([]);
     });
 
     it('a PV claimed by the replacement of the pinned PVC is refused by the pinned claimRef too', async () => {

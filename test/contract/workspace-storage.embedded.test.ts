@@ -85,6 +85,12 @@ for (const backend of backends) {
           randomUUID(),
         ]);
       },
+      respec: async (v) => {
+        await set(v.volumeId, `pvc_spec = jsonb_set(pvc_spec, '{resources,requests,storage}', '"2Gi"')`, []);
+      },
+      remount: async (v, mountOptions) => {
+        await set(v.volumeId, 'pv_mount_options = $2::jsonb', [JSON.stringify(mountOptions)]);
+      },
       claimPvBy: async (v, claim) => {
         await set(
           v.volumeId,

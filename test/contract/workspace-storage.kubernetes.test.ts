@@ -95,6 +95,18 @@ defineWorkspaceStorageContract(
         });
         return Promise.resolve();
       },
+      respec: (v) => {
+        fake.objects.mutate(pvcOf(v.volumeId), (pvc) => {
+          pvc.spec = { ...pvc.spec, resources: { requests: { storage: '16Gi' } } };
+        });
+        return Promise.resolve();
+      },
+      remount: (v, mountOptions) => {
+        fake.objects.mutate(pvOf(v.volumeId), (pv) => {
+          pv.spec = { ...pv.spec, mountOptions };
+        });
+        return Promise.resolve();
+      },
       annotate: (v, values) => {
         fake.objects.mutate(pvcOf(v.volumeId), (pvc) => {
           const a = (pvc.metadata.annotations ??= {});

@@ -71,7 +71,9 @@ describe.each(backends)('workspace storage at admission (%s)', (backend) => {
       [s.volume.volumeId],
     );
     const pvcName = s.volume.volumeId.replaceAll('_', '-');
-    expect(await readStorageBinding(h.db, s.volume.volumeId)).toEqual({
+    const binding = await readStorageBinding(h.db, s.volume.volumeId);
+    expect(binding?.claimSpecSha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(binding).toEqual({
       selection: { providerId: 'embedded', optionsRevision: '1' },
       pvcNamespace: 'embedded',
       pvcName,
@@ -81,6 +83,8 @@ describe.each(backends)('workspace storage at admission (%s)', (backend) => {
         uid: rows[0]?.pvUid,
         claimRef: { namespace: 'embedded', name: pvcName, uid: rows[0]?.uid },
       },
+      claimSpecSha256: binding?.claimSpecSha256,
+      mountOptions: [],
     });
   });
 

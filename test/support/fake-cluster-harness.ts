@@ -155,6 +155,7 @@ export function workspacePvObject(pvc: { metadata: { name: string; namespace?: s
       accessModes: ['ReadWriteMany'],
       persistentVolumeReclaimPolicy: 'Retain',
       storageClassName: 'azurefile-csi',
+      mountOptions: ['dir_mode=0700', 'file_mode=0600', 'uid=1000', 'gid=1000'],
       csi: { driver: 'file.csi.azure.com', volumeHandle: `sandlot-${pvc.metadata.name}` },
       claimRef: {
         apiVersion: 'v1',

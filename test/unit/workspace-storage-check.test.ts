@@ -26,6 +26,8 @@ const binding = {
   pvcName: 'vol-a',
   pvcUid: 'pvc-1',
   pv: { name: 'pv-a', uid: 'pv-1', claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-1' } },
+  claimSpecSha256: 'c'.repeat(64),
+  mountOptions: ['dir_mode=0700', 'uid=1000'],
 };
 const expected: StorageExpectation = { volume, selection, binding };
 const good: StorageEvidence = {
@@ -41,8 +43,14 @@ const good: StorageEvidence = {
     phase: 'Bound',
     volumeName: 'pv-a',
     deleting: false,
+    claimSpecSha256: 'c'.repeat(64),
   },
-  pv: { name: 'pv-a', uid: 'pv-1', claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-1' } },
+  pv: {
+    name: 'pv-a',
+    uid: 'pv-1',
+    claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-1' },
+    mountOptions: ['dir_mode=0700', 'uid=1000'],
+  },
 };
 const pvc = good.pvc!;
 
@@ -102,7 +110,7 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
   [
     '13. the PV has no claimRef',
     expected,
-    { ...good, pv: { name: 'pv-a', uid: 'pv-1', claimRef: null } },
+    { ...good, pv: { ...good.pv!, claimRef: null } },
     ['workspace-pv-claim-mismatch'],
   ],
   [
@@ -110,7 +118,7 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
     expected,
     {
       ...good,
-      pv: { name: 'pv-a', uid: 'pv-1', claimRef: { namespace: 'ns', name: 'vol-b', uid: 'pvc-1' } },
+      pv: { ...good.pv!, claimRef: { namespace: 'ns', name: 'vol-b', uid: 'pvc-1' } },
     },
     ['workspace-pv-claim-mismatch'],
   ],
@@ -128,7 +136,7 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
   ],
   [
     '14c. a binding pinned before PVs were does not refuse another PV',
-    { ...expected, binding: { ...binding, pv: null } },
+    { ...expected, binding: { ...binding, pv: null, claimSpecSha256: null, mountOptions: null } },
     { ...good, pv: { ...good.pv!, uid: 'pv-2' } },
     [],
   ],
@@ -141,6 +149,24 @@ const cases: [string, StorageExpectation, StorageEvidence, string[]][] = [
       pv: { ...good.pv!, claimRef: { namespace: 'ns', name: 'vol-a', uid: 'pvc-2' } },
     },
     ['workspace-pvc-replaced', 'workspace-pv-claim-mismatch'],
+  ],
+  [
+    '14g. a claim whose specification changed under the pinned PVC (resized, another class)',
+    expected,
+    { ...good, pvc: { ...pvc, claimSpecSha256: 'd'.repeat(64) } },
+    ['workspace-claim-spec-changed'],
+  ],
+  [
+    '14h. the PV mounted with other options than approved, or in another order',
+    expected,
+    { ...good, pv: { ...good.pv!, mountOptions: ['uid=1000', 'dir_mode=0700'] } },
+    ['workspace-mount-options-changed'],
+  ],
+  [
+    '14i. a binding pinned before claim specifications were judges neither',
+    { ...expected, binding: { ...binding, claimSpecSha256: null, mountOptions: null } },
+    { ...good, pvc: { ...pvc, claimSpecSha256: 'd'.repeat(64) }, pv: { ...good.pv!, mountOptions: [] } },
+    [],
   ],
   [
     '14e. read from the cluster the lease recorded',
