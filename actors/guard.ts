@@ -23,10 +23,20 @@ export class Guard {
     readonly caller: Caller,
     readonly projectId: string,
     private readonly required: readonly Permission[],
+    /** Where this guard's own checks read (`inside`): the owner's transaction, or the pool. */
+    private readonly scope?: Queryable,
   ) {}
 
+  /**
+   * The same caller's guard for checks made inside `tx` (the owner's transaction): on a one-connection
+   * database (PGlite) a read on the pool would wait for the transaction that waits for it.
+   */
+  inside(tx: Queryable): Guard {
+    return new Guard(this.deps, this.caller, this.projectId, this.required, tx);
+  }
+
   /** Asks the authority afresh; throws ForbiddenError naming what is missing. */
-  async check(via?: Queryable): Promise<void> {
+  async check(via: Queryable | undefined = this.scope): Promise<void> {
     const granted = await this.deps.authority.permissions(this.caller, this.projectId, via);
     const missing = this.required.filter((p) => !granted.has(p));
     if (missing.length > 0) throw new ForbiddenError(missing);
@@ -104,14 +114,17 @@ export class Guard {
 /**
  * `context` with `check` asked first inside the transaction, after the owner's lock and reads and
  * before commit: what a step must hear afresh once every database wait is behind it (Core's word
- * on its operation, say). Throwing rolls the step back.
+ * on its operation, say), read through `tx` where it reads our database. Throwing rolls the step back.
  */
-export function checkedBeforeCommit(context: CommitContext, check: () => Promise<unknown>): CommitContext {
+export function checkedBeforeCommit(
+  context: CommitContext,
+  check: (tx: Queryable) => Promise<unknown>,
+): CommitContext {
   const before = context.beforeCommit;
   return {
     ...context,
     beforeCommit: async (tx, row) => {
-      await check();
+      await check(tx);
       await before?.(tx, row);
     },
   };

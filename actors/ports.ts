@@ -374,6 +374,7 @@ export interface RuntimeCore {
     actor: CoreActor,
     ref: RuntimeStepRef,
     signal: AbortSignal,
+    via?: Queryable,
   ): Promise<RuntimeOperation | null>;
   /**
    * Whether Core confirms `evidence` as the saved evidence of exactly `operation` as held (same
@@ -384,11 +385,13 @@ export interface RuntimeCore {
     operation: RuntimeOperation,
     evidence: SavedOperationEvidence,
     signal: AbortSignal,
+    via?: Queryable,
   ): Promise<SavedOperationVerdict>;
   /** The current Runtime registration Core owns for the Environment serving `ref`, or null. */
   currentRuntimeRegistration(
     actor: CoreActor,
     ref: RuntimeStepRef,
     signal: AbortSignal,
+    via?: Queryable,
   ): Promise<RuntimeRegistration | null>;
 }

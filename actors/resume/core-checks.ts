@@ -4,6 +4,7 @@
 // Runtime registration Core holds comes back with it (bootstrap compares it with the request's).
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { coreActorOf } from '../build-test/requests.ts';
+import type { Queryable } from '../../store/db.ts';
 import type { Guard } from '../guard.ts';
 import type { RuntimeCore } from '../ports.ts';
 import type { RuntimeOperationState } from '../runtime-core/runtime-operation.ts';
@@ -19,8 +20,11 @@ export async function askCoreForResume(
   request: ResumePrepareRequest,
   state: RuntimeOperationState,
   signal: () => AbortSignal,
+  /** The owner's transaction, when asked inside it: authority and an embedded Core read through it. */
+  via?: Queryable,
 ): Promise<SuspendCoreFacts> {
   if (core === undefined) throw new Error('openSuspendStep admitted a step without a Core');
+  if (via !== undefined) guard = guard.inside(via);
   const offered = request.operation;
   const coreActor = coreActorOf(actor);
   const facts = await guard.after(() =>
@@ -30,6 +34,7 @@ export async function askCoreForResume(
       offered.ref,
       { operationId: offered.operationId, states: [state], kind: 'resume' },
       signal(),
+      via,
     ),
   );
   const { operation } = facts;
@@ -40,7 +45,7 @@ export async function askCoreForResume(
     );
   }
   const verdict = await guard.after(() =>
-    core.confirmSavedOperation(coreActor, operation, savedEvidenceOf(request), signal()),
+    core.confirmSavedOperation(coreActor, operation, savedEvidenceOf(request), signal(), via),
   );
   if (!verdict.confirmed) {
     throw new ResumeRefusedError(

@@ -93,7 +93,7 @@ export class ResumeService {
         return { event, value: null };
       },
       // Core's operation afresh once the owner's lock and reads are behind it, then authority.
-      checkedBeforeCommit(guard.commit(ref.runId), () => this.#askCore(guard, actor, request)),
+      checkedBeforeCommit(guard.commit(ref.runId), (tx) => this.#askCore(guard, actor, request, tx)),
     );
     if (sent !== null && !sent.accepted) {
       throw new ResumeRefusedError(
@@ -216,10 +216,11 @@ export class ResumeService {
     guard: Guard,
     actor: SuspendActor,
     request: ResumePrepareRequest,
+    via?: Queryable,
   ): Promise<RuntimeOperation> {
     const signal = () => this.#signal();
     const core = this.deps.runtimeCore;
-    return (await askCoreForResume(guard, core, actor, request, 'fenced', signal)).operation;
+    return (await askCoreForResume(guard, core, actor, request, 'fenced', signal, via)).operation;
   }
 
   /** The recorded flush, the released source Sandbox and the retained volume match the manifest. */

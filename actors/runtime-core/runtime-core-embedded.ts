@@ -4,7 +4,7 @@
 // operations with their saved evidence and state, and Runtime registrations. It authorizes by
 // tenant only (another tenant's step reads as absent) and runs every answer through the same
 // strict parse and reference check as the HTTP adapter, so the RuntimeCore contract holds for both.
-import type { Database } from '../../store/db.ts';
+import type { Database, Queryable } from '../../store/db.ts';
 import {
   moveOperation,
   putEvidence,
@@ -53,10 +53,11 @@ export class EmbeddedRuntimeCore implements RuntimeCore {
     actor: CoreActor,
     ref: RuntimeStepRef,
     signal: AbortSignal,
+    via: Queryable = this.db,
   ): Promise<RuntimeOperation | null> {
     admitRuntimeCall(actor, signal, this.now());
     if (actor.tenantId !== ref.tenantId) return null;
-    const row = await readCurrentOperation(this.db, ref);
+    const row = await readCurrentOperation(via, ref);
     return row === null ? null : operationOf(row, ref);
   }
 
@@ -65,9 +66,10 @@ export class EmbeddedRuntimeCore implements RuntimeCore {
     operation: RuntimeOperation,
     evidence: SavedOperationEvidence,
     signal: AbortSignal,
+    via: Queryable = this.db,
   ): Promise<SavedOperationVerdict> {
     admitRuntimeCall(actor, signal, this.now());
-    const row = await readOperation(this.db, operation.operationId);
+    const row = await readOperation(via, operation.operationId);
     if (row === null || row.ref.tenantId !== actor.tenantId) {
       return { confirmed: false, reason: 'Core knows no such operation' };
     }
@@ -78,10 +80,11 @@ export class EmbeddedRuntimeCore implements RuntimeCore {
     actor: CoreActor,
     ref: RuntimeStepRef,
     signal: AbortSignal,
+    via: Queryable = this.db,
   ): Promise<RuntimeRegistration | null> {
     admitRuntimeCall(actor, signal, this.now());
     if (actor.tenantId !== ref.tenantId) return null;
-    const row = await readCurrentRegistration(this.db, ref);
+    const row = await readCurrentRegistration(via, ref);
     // Parsed like an HTTP answer: a stored row that no longer parses is a broken stand-in, not an answer.
     return row === null ? null : acceptRuntimeAnswer(runtimeRegistrationSchema, row, ref, 'registration');
   }

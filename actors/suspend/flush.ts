@@ -149,14 +149,16 @@ export class WorkspaceFlushService {
       volumeId,
       request.transitionRevision,
     );
-    const askCore = (states: readonly ('fenced' | 'committed')[]) =>
-      guard.after(() =>
+    // Inside the owner's transaction (`via`), authority and an embedded Core read through it.
+    const askCore = (states: readonly ('fenced' | 'committed')[], via?: Queryable) =>
+      (via === undefined ? guard : guard.inside(via)).after(() =>
         askCoreForSuspend(
           core,
           coreActorOf(actor),
           ref,
           { operationId: request.operationId, states },
           this.#signal(),
+          via,
         ),
       );
 
@@ -226,7 +228,7 @@ export class WorkspaceFlushService {
           return { event, value: { lease, terms: termsOf(row) } };
         },
         // Core's operation afresh once the owner's waits are behind the reservation, then authority.
-        checkedBeforeCommit(guard.commit(address.runId), () => askCore(['fenced'])),
+        checkedBeforeCommit(guard.commit(address.runId), (tx) => askCore(['fenced'], tx)),
       )
       .then((outcome) => {
         if (outcome.sent?.accepted !== true) {
@@ -253,8 +255,8 @@ export class WorkspaceFlushService {
             dataGeneration: reserved.terms.dataGeneration,
           });
         });
-        delivery = await this.#settle(guard, address, operation, flushOperationId, delivery, () =>
-          askCore(['fenced']),
+        delivery = await this.#settle(guard, address, operation, flushOperationId, delivery, (tx) =>
+          askCore(['fenced'], tx),
         );
       } catch (error) {
         const reason =
@@ -367,7 +369,7 @@ export class WorkspaceFlushService {
     flushOperationId: string,
     delivery: Delivery,
     /** Asked inside the transaction before a verified outcome commits (Core's word after the waits). */
-    confirm?: () => Promise<unknown>,
+    confirm?: (tx: Queryable) => Promise<unknown>,
   ): Promise<Delivery> {
     const { value } = await this.deps.runtime.step(
       address.environmentId,

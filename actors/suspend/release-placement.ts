@@ -23,7 +23,7 @@ import type { EnvironmentContext } from '../../machines/environment-context.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { readAttemptsOfOperation } from '../../store/attempts.ts';
-import type { Database } from '../../store/db.ts';
+import type { Database, Queryable } from '../../store/db.ts';
 import {
   readCurrentLease,
   readLatestLease,
@@ -116,7 +116,7 @@ export class PlacementReleaseService {
         return { event, value: null };
       },
       // Core's word once more after the owner's waits: the release is sent only on it.
-      checkedBeforeCommit(guard.commit(ref.runId), () => this.#confirmed(guard, core, actor, request)),
+      checkedBeforeCommit(guard.commit(ref.runId), (tx) => this.#confirmed(guard, core, actor, request, tx)),
     );
     if (sent !== null && !sent.accepted) {
       await guard.check();
@@ -140,7 +140,9 @@ export class PlacementReleaseService {
           await detachVolume(tx, operation.workspace.volumeId, lease.resourceGeneration);
           return { event: null, value: null };
         },
-        checkedBeforeCommit(guard.commit(ref.runId), () => this.#confirmed(guard, core, actor, request)),
+        checkedBeforeCommit(guard.commit(ref.runId), (tx) =>
+          this.#confirmed(guard, core, actor, request, tx),
+        ),
       );
       answer = await this.#settled(operation);
     }
@@ -157,7 +159,10 @@ export class PlacementReleaseService {
     core: RuntimeCore,
     actor: SuspendActor,
     request: PlacementReleaseRequest,
+    /** The owner's transaction, when asked inside it: every read goes through it. */
+    via?: Queryable,
   ): Promise<RuntimeOperation> {
+    if (via !== undefined) guard = guard.inside(via);
     const { operation: offered, evidence } = request;
     const { ref } = offered;
     // Core commits its manifest before it asks for the release.
@@ -168,6 +173,7 @@ export class PlacementReleaseService {
         ref,
         { operationId: offered.operationId, states: ['committed'] },
         this.#signal(),
+        via,
       ),
     );
     if (canonicalJson(operation) !== canonicalJson(offered)) {
@@ -177,13 +183,13 @@ export class PlacementReleaseService {
       );
     }
     const flush = await guard.after(() =>
-      readVerifiedFlush(this.deps.db, operation.workspace.volumeId, evidence.transitionRevision),
+      readVerifiedFlush(via ?? this.deps.db, operation.workspace.volumeId, evidence.transitionRevision),
     );
     refuseOn('suspend-flush-evidence-mismatch', flushEvidenceProblem(operation, evidence, flush));
 
     // Core's require-release-current: it saved exactly this evidence for exactly this operation.
     const verdict = await guard.after(() =>
-      core.confirmSavedOperation(coreActorOf(actor), operation, evidence, this.#signal()),
+      core.confirmSavedOperation(coreActorOf(actor), operation, evidence, this.#signal(), via),
     );
     if (!verdict.confirmed) {
       throw new SuspendRefusedError(

@@ -67,8 +67,10 @@ export async function askCoreForSuspend(
   ref: RuntimeStepRef,
   expected: ExpectedSuspend,
   signal: AbortSignal,
+  /** The owner's transaction, when asked inside it (an embedded Core reads our database). */
+  via?: Queryable,
 ): Promise<SuspendCoreFacts> {
-  const operation = await core.currentRuntimeOperation(actor, ref, signal);
+  const operation = await core.currentRuntimeOperation(actor, ref, signal, via);
   if (operation === null) {
     throw new SuspendRefusedError(
       'suspend-operation-not-current',
@@ -88,7 +90,7 @@ export async function askCoreForSuspend(
       `suspend operation ${operation.operationId} is ${operation.state} at state revision ${operation.stateRevision}; this step needs ${expected.states.join(' or ')}`,
     );
   }
-  const registration = await core.currentRuntimeRegistration(actor, ref, signal);
+  const registration = await core.currentRuntimeRegistration(actor, ref, signal, via);
   if (registration === null) {
     throw new SuspendRefusedError(
       'runtime-registration-missing',
