@@ -92,6 +92,11 @@ async function verifierFor(config: Config): Promise<TokenVerifier> {
   return createTokenVerifier({ kind: 'jwks', jwksUrl, issuer, audience, algorithms });
 }
 
+/** The internal services' clients trust the service-backend-ca when it is configured. */
+function servicePin(config: Config): { caPem?: string } {
+  return config.serviceBackendCaPem === undefined ? {} : { caPem: config.serviceBackendCaPem };
+}
+
 function portsFor(
   config: Config,
   db: Database,
@@ -101,9 +106,10 @@ function portsFor(
   if (config.projectsUrl === undefined || config.runSelectionUrl === undefined) {
     throw new Error('SANDLOT_PROJECTS_URL and SANDLOT_RUN_SELECTION_URL are required in production mode');
   }
+  const pin = servicePin(config);
   return {
-    authority: new HttpProjectsAuthority(config.projectsUrl),
-    selections: new HttpRunSelections(config.runSelectionUrl),
+    authority: new HttpProjectsAuthority(config.projectsUrl, undefined, pin),
+    selections: new HttpRunSelections(config.runSelectionUrl, undefined, pin),
   };
 }
 
@@ -147,6 +153,7 @@ function providerFor(
   networkPolicyWriter?: NetworkPolicyWriter;
   workspaceStorage?: WorkspaceStorage;
   sandboxHost?: SandboxHostSettings;
+  launchesAgentHost?: boolean;
 } {
   if (config.provider.id === 'agent-sandbox') return createAgentSandbox(env);
   if (config.provider.id === 'sandbox-host') {
@@ -229,7 +236,7 @@ export async function composeSandlot(
       networkPolicies,
       ...ports,
       ...(config.leaseTtlMs === undefined ? {} : { leaseTtlMs: config.leaseTtlMs }),
-      agentHost: agentHostFor(config, db),
+      agentHost: agentHostFor(config, db, chosen.launchesAgentHost === true),
       ...(workspaceStorage === undefined ? {} : { workspaceStorage }),
       ...(config.agentHostProfiles === undefined ? {} : { agentHostProfiles: config.agentHostProfiles }),
       ...buildTestOffer,
@@ -403,7 +410,13 @@ export function buildTestFor(
   // same rule, for a Config built some other way.
   if (runner !== undefined && config.coreToken === undefined)
     throw new Error('SANDLOT_CORE_TOKEN_FILE is required in production mode with a BuildTest runner');
-  return { buildTest: { profile, core: new HttpCore({ baseUrl: config.coreUrl }), ...withRunner } };
+  return {
+    buildTest: {
+      profile,
+      core: new HttpCore({ baseUrl: config.coreUrl, ...servicePin(config) }),
+      ...withRunner,
+    },
+  };
 }
 
 /**
@@ -414,12 +427,16 @@ export function buildTestFor(
 /** Events' protected material read: the stand-in when embedded, Events' route when configured. */
 function runtimeEventsFor(config: Config, db: Database): RuntimeEvents | undefined {
   if (config.mode === 'embedded') return new EmbeddedRuntimeEvents(db);
-  return config.eventsUrl === undefined ? undefined : new HttpRuntimeEvents({ baseUrl: config.eventsUrl });
+  return config.eventsUrl === undefined
+    ? undefined
+    : new HttpRuntimeEvents({ baseUrl: config.eventsUrl, ...servicePin(config) });
 }
 
 function runtimeCoreFor(config: Config, db: Database): RuntimeCore | undefined {
   if (config.mode === 'embedded') return new EmbeddedRuntimeCore(db);
-  return config.coreUrl === undefined ? undefined : new HttpRuntimeCore({ baseUrl: config.coreUrl });
+  return config.coreUrl === undefined
+    ? undefined
+    : new HttpRuntimeCore({ baseUrl: config.coreUrl, ...servicePin(config) });
 }
 
 /** Who a worker is to Core: not a caller, so no caller's subject. */
@@ -460,15 +477,22 @@ export function buildTestWorkerFor(
 /**
  * Who answers for a sandbox's AgentHost: the HTTPS client (Pod IP, TLS for the Service name against
  * the configured `service-backend-ca`) for Agent Sandbox; the embedded stand-in for the simulated
- * provider. Agent Sandbox without a trust root gets a Host that never answers, so no lease is ready.
+ * provider. Agent Sandbox with a launch profile (or receiver profiles) and no trust root is refused
+ * at start, as loadConfig refuses it (a Host nobody can ask would leave every lease unready); on the
+ * legacy template, which runs no Host, it gets one that never answers.
  */
-function agentHostFor(config: Config, db: Database): AgentHost {
+function agentHostFor(config: Config, db: Database, launchesAgentHost: boolean): AgentHost {
   if (config.provider.id === 'sandbox-host') {
     return new UnreachableAgentHost(
       'the sandbox-host provider offers no AgentHost (the reference host runs none)',
     );
   }
   if (config.provider.id !== 'agent-sandbox') return new EmbeddedAgentHost({ db });
+  if (config.agentHostCaPem === undefined && (launchesAgentHost || config.agentHostProfiles !== undefined)) {
+    throw new Error(
+      'SANDLOT_AGENTHOST_CA_FILE is required with the agent-sandbox provider and an AgentHost profile: without the service-backend-ca roots no AgentHost can be reached',
+    );
+  }
   if (config.agentHostCaPem === undefined) {
     return new UnreachableAgentHost(
       'no AgentHost trust root is configured (SANDLOT_AGENTHOST_CA_FILE), so no Host can be asked',

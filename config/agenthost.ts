@@ -153,7 +153,7 @@ export const agentHostConfigFile = z.string().transform((path, ctx): AgentHostCo
 });
 
 /** The env variable's schema: a PEM bundle of CA certificates only (never a private key). */
-export const agentHostCaFile = z.string().transform((path, ctx): string => {
+const caCertificatesFile = z.string().transform((path, ctx): string => {
   const text = readText(path, ctx);
   if (text === undefined) return z.NEVER;
   if (!text.includes('-----BEGIN CERTIFICATE-----'))
@@ -163,3 +163,12 @@ export const agentHostCaFile = z.string().transform((path, ctx): string => {
   }
   return text;
 });
+
+/** SANDLOT_AGENTHOST_CA_FILE: the roots an AgentHost's certificate must chain to. */
+export const agentHostCaFile = caCertificatesFile;
+
+/**
+ * SANDLOT_SERVICE_BACKEND_CA_FILE: the `service-backend-ca` roots the internal services' (Core,
+ * Events, Projects, run selection) certificates must chain to, pinned instead of the system store.
+ */
+export const serviceBackendCaFile = caCertificatesFile;

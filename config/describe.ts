@@ -7,7 +7,8 @@ export type ConfigSummary = Readonly<Config>;
 const redact = (value: string): string => redactUrl(value) ?? 'redacted';
 
 export function describeConfig(config: Config): ConfigSummary {
-  const { databaseUrl, redisUrl, projectsUrl, runSelectionUrl, auth, agentHostCaPem } = config;
+  const { databaseUrl, redisUrl, projectsUrl, runSelectionUrl, auth, agentHostCaPem, serviceBackendCaPem } =
+    config;
   return {
     ...config,
     ...(databaseUrl === undefined ? {} : { databaseUrl: redact(databaseUrl) }),
@@ -17,5 +18,6 @@ export function describeConfig(config: Config): ConfigSummary {
     auth: { ...auth, ...(auth.jwksUrl === undefined ? {} : { jwksUrl: redact(auth.jwksUrl) }) },
     // Public, but long: the summary says only that a trust root is set.
     ...(agentHostCaPem === undefined ? {} : { agentHostCaPem: '(PEM bundle)' }),
+    ...(serviceBackendCaPem === undefined ? {} : { serviceBackendCaPem: '(PEM bundle)' }),
   };
 }

@@ -5,7 +5,7 @@ import { parseFaultPlan } from '../providers/simulated/fault-plan.ts';
 
 import { z } from 'zod';
 import { JWT_ALGORITHMS, LOG_LEVELS, PROVIDERS, type Config, type JwtAlgorithm } from './types.ts';
-import { agentHostCaFile, agentHostConfigFile } from './agenthost.ts';
+import { agentHostCaFile, agentHostConfigFile, serviceBackendCaFile } from './agenthost.ts';
 import { buildTestProfileFile, buildTestRunnerOffered } from './build-test-profile.ts';
 import { coreTokenFile, coreTokenFileProblem } from './core-token.ts';
 
@@ -142,6 +142,13 @@ const envObject = z.object({
   // Read and validated here, at start; absent: the runtime profile resolve answers 409.
   SANDLOT_AGENTHOST_CONFIG_FILE: agentHostConfigFile.optional(),
   SANDLOT_AGENTHOST_CA_FILE: agentHostCaFile.optional(),
+  // The Agent Sandbox launch profile's names: validated by providers/agent-sandbox/options.ts; read
+  // here only so that a profile without SANDLOT_AGENTHOST_CA_FILE is refused with the rest (below).
+  SANDLOT_AGENT_SANDBOX_AGENT_HOST_CONFIG_MAP_NAME: z.string().optional(),
+  SANDLOT_AGENT_SANDBOX_AGENT_HOST_TLS_SECRET_NAME: z.string().optional(),
+  // The internal services' CA (Core, Events, Projects, run selection), read and checked at start;
+  // absent: those clients verify against the system trust store.
+  SANDLOT_SERVICE_BACKEND_CA_FILE: serviceBackendCaFile.optional(),
   // Read and validated here, at start; absent: BuildTest is not offered (409 build-test-unavailable).
   SANDLOT_BUILDTEST_PROFILE_FILE: buildTestProfileFile.optional(),
   // Validated only in production, and required there with a BuildTest profile (below).
@@ -165,6 +172,27 @@ const envObject = z.object({
 });
 
 type Env = z.output<typeof envObject>;
+
+/**
+ * An AgentHost on Agent Sandbox is reached over HTTPS verified against the service-backend-ca
+ * roots: with a launch profile (or receiver profiles) and no roots, no Host could ever be asked, so
+ * start is refused rather than composing a Host that never answers.
+ */
+function requireAgentHostTrust(env: Env, ctx: z.RefinementCtx<Env>): void {
+  if (env.SANDLOT_PROVIDER !== 'agent-sandbox' || env.SANDLOT_AGENTHOST_CA_FILE !== undefined) return;
+  const wanting = [
+    'SANDLOT_AGENT_SANDBOX_AGENT_HOST_CONFIG_MAP_NAME',
+    'SANDLOT_AGENT_SANDBOX_AGENT_HOST_TLS_SECRET_NAME',
+    'SANDLOT_AGENTHOST_CONFIG_FILE',
+  ] as const;
+  const set = wanting.filter((variable) => env[variable] !== undefined);
+  if (set.length === 0) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['SANDLOT_AGENTHOST_CA_FILE'],
+    message: `required with the agent-sandbox provider when ${set.join(' or ')} is set: without the service-backend-ca roots no AgentHost can be reached`,
+  });
+}
 
 function requireProductionServices(env: Env, ctx: z.RefinementCtx<Env>): void {
   if (env.DATABASE_URL === undefined) return;
@@ -263,6 +291,9 @@ function toConfig(env: Env): Config {
       ? {}
       : { agentHostProfiles: env.SANDLOT_AGENTHOST_CONFIG_FILE }),
     ...(env.SANDLOT_AGENTHOST_CA_FILE === undefined ? {} : { agentHostCaPem: env.SANDLOT_AGENTHOST_CA_FILE }),
+    ...(env.SANDLOT_SERVICE_BACKEND_CA_FILE === undefined
+      ? {}
+      : { serviceBackendCaPem: env.SANDLOT_SERVICE_BACKEND_CA_FILE }),
     ...(env.SANDLOT_BUILDTEST_PROFILE_FILE === undefined
       ? {}
       : { buildTestProfile: env.SANDLOT_BUILDTEST_PROFILE_FILE }),
@@ -315,5 +346,6 @@ export const envSchema = z.preprocess(
   envObject
     // Runs even when a field failed, so one message lists the missing services alongside bad values.
     .superRefine(requireProductionServices, { when: (payload) => typeof payload.value === 'object' })
+    .superRefine(requireAgentHostTrust, { when: (payload) => typeof payload.value === 'object' })
     .transform(toConfig),
 );

@@ -48,6 +48,11 @@ export interface Config {
   agentHostProfiles?: AgentHostConfiguration;
   /** PEM roots of `service-backend-ca`, which an AgentHost's certificate must chain to. */
   agentHostCaPem?: string;
+  /**
+   * PEM roots of `service-backend-ca` the internal services' certificates (Core, Events, Projects,
+   * run selection) must chain to (SANDLOT_SERVICE_BACKEND_CA_FILE); absent: the system trust store.
+   */
+  serviceBackendCaPem?: string;
   /** The AcceptedBuildTestProfile (SANDLOT_BUILDTEST_PROFILE_FILE); absent: BuildTest is not offered. */
   buildTestProfile?: LoadedBuildTestProfile;
   /** Core's BuildTest base URL; production only (embedded mode stands in for Core itself). */

@@ -15,10 +15,11 @@ export class CoreUnavailableError extends SandlotError {
 
   constructor(
     readonly reason: CoreUnavailableReason,
-    message: string,
+    /** What happened, without the service's name: a fixed phrase or a Node error code. */
+    readonly what: string,
     options?: { cause?: unknown },
   ) {
-    super(`Core cannot be asked: ${message}`, options);
+    super(`Core cannot be asked: ${what}`, options);
   }
 
   override get detail(): string {

@@ -41,6 +41,8 @@ export interface HttpCoreOptions {
   timeoutMs?: number;
   /** Deadline of a seed transfer, headers and body (default 120 s). */
   seedTimeoutMs?: number;
+  /** The service-backend-ca roots Core's certificate must chain to (default: the system store). */
+  caPem?: string;
   now?: () => Date;
 }
 
@@ -82,12 +84,14 @@ export class HttpCore implements Core {
   readonly #base: URL;
   readonly #timeoutMs: number;
   readonly #seedTimeoutMs: number;
+  readonly #pin: { caPem?: string };
   readonly #now: () => Date;
 
   constructor(options: HttpCoreOptions) {
     this.#base = serviceBaseUrl('Core', options.baseUrl);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#seedTimeoutMs = options.seedTimeoutMs ?? 120_000;
+    this.#pin = options.caPem === undefined ? {} : { caPem: options.caPem };
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -166,7 +170,7 @@ export class HttpCore implements Core {
   ): Promise<CoreAnswer> {
     admitCall(actor, signal, this.#now());
     if (!BEARER.test(actor.bearer)) throw new CoreDeniedError('denied');
-    return askCore({ ...call, bearer: actor.bearer, signal });
+    return askCore({ ...call, bearer: actor.bearer, signal, ...this.#pin });
   }
 
   #url(checkpoint: BuildTestCheckpointRef, rest: readonly string[]): URL {

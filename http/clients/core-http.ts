@@ -4,7 +4,8 @@
 // expected media type before a byte of its body is read; the body is capped while it streams, and
 // an exact length (a seed) is enforced both on the declared Content-Length and on the bytes that
 // arrive, so one byte short and one byte long are told apart. Any other status is returned without
-// its body for the adapter to judge.
+// its body for the adapter to judge. With `caPem` the server's certificate must chain to those roots
+// (the service-backend-ca), never to the system trust store.
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import {
@@ -13,6 +14,7 @@ import {
   CoreUnavailableError,
   type CoreAnswerProblem,
 } from '../../actors/build-test/core-errors.ts';
+import { tlsRefusalCode } from './tls-refusal.ts';
 
 export interface CoreCall {
   url: URL;
@@ -29,6 +31,8 @@ export interface CoreCall {
   /** One deadline for connect, headers and the whole body. */
   timeoutMs: number;
   signal: AbortSignal;
+  /** PEM roots an https server's certificate must chain to, instead of the system trust store. */
+  caPem?: string;
 }
 
 export interface CoreAnswer {
@@ -81,8 +85,19 @@ export function callCore(call: CoreCall): Promise<CoreAnswer> {
       headers['content-type'] = 'application/json';
       headers['content-length'] = call.body.length;
     }
-    const req = (secure ? https : http).request(call.url, { method: call.method, agent: false, headers });
+    const pin = secure && call.caPem !== undefined ? { ca: call.caPem } : {};
+    const req = (secure ? https : http).request(call.url, {
+      method: call.method,
+      agent: false,
+      headers,
+      ...pin,
+    });
     req.on('error', (error: NodeJS.ErrnoException) => {
+      const refused = tlsRefusalCode(error);
+      if (refused !== undefined) {
+        fail(new CoreUnavailableError('unreachable', `TLS refused (${refused})`, { cause: error }));
+        return;
+      }
       const code =
         typeof error.code === 'string' && /^E[A-Z_]{2,40}$/.test(error.code) ? error.code : 'error';
       fail(new CoreUnavailableError('unreachable', `no answer (${code})`, { cause: error }));

@@ -1,10 +1,12 @@
 // A bounded JSON GET for the external services we depend on (Projects, run selection), over a pool
 // of kept-alive connections: one node:http(s) Agent per client, one timer per request as its whole
-// deadline (connect, send, answer and body), and a cap on the answer's size. A failure is an error,
+// deadline (connect, send, answer and body), and a cap on the answer's size. With `caPem` the https
+// Agent trusts only those roots (the service-backend-ca), never the system store. A failure is an error,
 // never an empty answer: an authority we cannot reach must deny, not allow.
 import http from 'node:http';
 import https from 'node:https';
 import { SandlotError } from '../../lib/errors.ts';
+import { tlsRefusalCode } from './tls-refusal.ts';
 
 /** `reason` is a fixed phrase, an HTTP status or an error name, never response content: caller-safe. */
 export class UpstreamError extends SandlotError {
@@ -32,6 +34,8 @@ export interface JsonClientOptions {
   maxSockets?: number;
   /** The largest answer accepted (default 1 MiB); a longer one is an upstream failure. */
   maxBytes?: number;
+  /** PEM roots the server's certificate must chain to, instead of the system trust store. */
+  caPem?: string;
 }
 
 const DEFAULT_MAX_SOCKETS = 32;
@@ -56,7 +60,10 @@ export class JsonClient {
       scheduling: 'lifo',
     };
     this.#http = new http.Agent(pool as http.AgentOptions);
-    this.#https = new https.Agent(pool as https.AgentOptions);
+    this.#https = new https.Agent({
+      ...(pool as https.AgentOptions),
+      ...(options.caPem === undefined ? {} : { ca: options.caPem }),
+    });
     this.#timeoutMs = options.timeoutMs;
     this.#maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   }
@@ -148,6 +155,11 @@ export class JsonClient {
           settled = true;
           clearTimeout(deadline);
           reject(new StaleSocketError());
+          return;
+        }
+        const refused = tlsRefusalCode(error);
+        if (refused !== undefined) {
+          finish(new UpstreamError(service, `TLS refused (${refused})`));
           return;
         }
         const code = typeof error.code === 'string' && ERROR_CODE.test(error.code) ? error.code : null;

@@ -35,17 +35,21 @@ export interface HttpRuntimeCoreOptions {
   baseUrl: string;
   /** Deadline of one call, headers and body (default 10 s). */
   timeoutMs?: number;
+  /** The service-backend-ca roots Core's certificate must chain to (default: the system store). */
+  caPem?: string;
   now?: () => Date;
 }
 
 export class HttpRuntimeCore implements RuntimeCore {
   readonly #base: URL;
   readonly #timeoutMs: number;
+  readonly #pin: { caPem?: string };
   readonly #now: () => Date;
 
   constructor(options: HttpRuntimeCoreOptions) {
     this.#base = serviceBaseUrl('Core', options.baseUrl);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#pin = options.caPem === undefined ? {} : { caPem: options.caPem };
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -104,7 +108,7 @@ export class HttpRuntimeCore implements RuntimeCore {
     call: Omit<CoreCall, 'bearer' | 'signal'>,
   ): Promise<CoreAnswer> {
     admitRuntimeCall(actor, signal, this.#now());
-    return askCore({ ...call, bearer: actor.bearer, signal });
+    return askCore({ ...call, bearer: actor.bearer, signal, ...this.#pin });
   }
 
   #url(ref: RuntimeStepRef, rest: readonly string[]): URL {

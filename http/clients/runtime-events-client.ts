@@ -43,17 +43,21 @@ export interface HttpRuntimeEventsOptions {
   baseUrl: string;
   /** Deadline of one call, headers and body (default 10 s). */
   timeoutMs?: number;
+  /** The service-backend-ca roots Events' certificate must chain to (default: the system store). */
+  caPem?: string;
   now?: () => Date;
 }
 
 export class HttpRuntimeEvents implements RuntimeEvents {
   readonly #base: URL;
   readonly #timeoutMs: number;
+  readonly #pin: { caPem?: string };
   readonly #now: () => Date;
 
   constructor(options: HttpRuntimeEventsOptions) {
     this.#base = serviceBaseUrl('Events', options.baseUrl);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#pin = options.caPem === undefined ? {} : { caPem: options.caPem };
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -74,6 +78,7 @@ export class HttpRuntimeEvents implements RuntimeEvents {
       exactLength: held.length,
       timeoutMs: this.#timeoutMs,
       signal,
+      ...this.#pin,
     });
     if (answer.status === 404) return null;
     const declared = answer.headers['x-content-sha256'];
@@ -127,7 +132,7 @@ async function ask(call: CoreCall): Promise<CoreAnswer> {
     return await askCore(call);
   } catch (error) {
     if (error instanceof CoreUnavailableError) {
-      throw new EventsUnavailableError(error.reason, error.reason, { cause: error });
+      throw new EventsUnavailableError(error.reason, error.what, { cause: error });
     }
     if (error instanceof CoreDeniedError) throw new EventsDeniedError(error.reason);
     if (error instanceof CoreAnswerRefusedError) {

@@ -147,6 +147,14 @@ describe.skipIf(skipWithoutCrds)('the AgentHost launch profile on the fake Kuber
         'pod-agent-host-mismatch',
       ],
       [
+        'the Pod starts its Host outside the Workspace',
+        (n) =>
+          fake.objects.mutate(refs.pod(n), (p) => {
+            (podSpec(p).containers[0] as { workingDir?: string }).workingDir = '/tmp';
+          }),
+        'pod-agent-host-mismatch',
+      ],
+      [
         'the Pod lost its fsGroup',
         (n) => fake.objects.mutate(refs.pod(n), (p) => delete podSpec(p).securityContext.fsGroup),
         'pod-agent-host-mismatch',

@@ -1,8 +1,9 @@
 // The optional AgentHost launch profile: what the adapter adds to the legacy template when the
 // snapshot pins one. Only the ConfigMap and TLS Secret names come from settings; everything else is
 // fixed here: private state and temporary volumes, read-only configuration, TLS and
-// service-backend-ca mounts, HTTPS on TCP 8443 with health probes, the two stable Pod labels, and
-// `service: true`, which asks the Sandbox controller for the Sandbox's own private Service. Without
+// service-backend-ca mounts, HTTPS on TCP 8443 with health probes, the negotiated Workspace (the
+// lease's mount path) as the Host's working directory, where its SDK runs, the two stable Pod labels,
+// and `service: true`, which asks the Sandbox controller for the Sandbox's own private Service. Without
 // a profile none of this is added (validate-agent-host.ts checks the same constants on read-back).
 import type { AgentHostProfile } from './options.ts';
 
@@ -66,9 +67,10 @@ const probe = (path: string, periodSeconds: number) => ({
   failureThreshold: 3,
 });
 
-/** What the profile adds to the one container. */
-export function profileContainer(profile: AgentHostProfile) {
+/** What the profile adds to the one container; `workspacePath` is the lease's Workspace mount path. */
+export function profileContainer(profile: AgentHostProfile, workspacePath: string) {
   return {
+    workingDir: workspacePath,
     ports: [{ name: AGENT_HOST_PORT_NAME, containerPort: AGENT_HOST_PORT, protocol: 'TCP' }],
     readinessProbe: probe(READY_PATH, 5),
     livenessProbe: probe(LIVE_PATH, 10),

@@ -255,12 +255,29 @@ describe('the AgentHost launch profile in the template', () => {
     });
   });
 
+  it('runs the Host (the SDK) in the negotiated Workspace: workingDir is the Workspace mount path', () => {
+    expect(field(containerOf(buildTemplate(profiled)), 'workingDir')).toBe('/workspace');
+    const elsewhere = { ...profiled, workspace: { ...profiled.workspace, mountPath: '/srv/work' } };
+    expect(field(containerOf(buildTemplate(elsewhere)), 'workingDir')).toBe('/srv/work');
+    // Read back: a template whose Host starts anywhere else is not the lease's.
+    for (const workingDir of [undefined, '/tmp']) {
+      const drifted = withUid(buildTemplate(profiled));
+      const container = containerOf(drifted) as Record<string, unknown>;
+      if (workingDir === undefined) delete container['workingDir'];
+      else container['workingDir'] = workingDir;
+      expect(() => validateTemplate(drifted, owner, blueprint.names, profiled.snapshot)).toThrow(
+        /working directory \/workspace/,
+      );
+    }
+  });
+
   it('absent, leaves the legacy template: no Service, ports, probes or profile volumes', () => {
     const template = buildTemplate(blueprint);
     const container = containerOf(template);
     expect(field(template.spec, 'service')).toBeUndefined();
     expect(field(container, 'ports')).toBeUndefined();
     expect(field(container, 'readinessProbe')).toBeUndefined();
+    expect(field(container, 'workingDir')).toBeUndefined();
     expect((field(template.spec, 'podTemplate', 'spec', 'volumes') as unknown[]).length).toBe(2);
   });
 

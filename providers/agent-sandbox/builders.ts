@@ -78,7 +78,7 @@ export function buildTemplate(blueprint: Blueprint): KubeObject {
   const { snapshot, workspace } = blueprint;
   const resources = { cpu: snapshot.cpu, memory: snapshot.memory };
   const profile = snapshot.agentHost;
-  const host = profile === undefined ? undefined : profileContainer(profile);
+  const host = profile === undefined ? undefined : profileContainer(profile, workspace.mountPath);
   return {
     apiVersion: API_VERSION,
     kind: 'SandboxTemplate',
@@ -120,6 +120,8 @@ export function buildTemplate(blueprint: Blueprint): KubeObject {
               ...(host === undefined
                 ? {}
                 : {
+                    // The SDK's working directory is the exact negotiated Workspace.
+                    workingDir: host.workingDir,
                     ports: host.ports,
                     readinessProbe: host.readinessProbe,
                     livenessProbe: host.livenessProbe,

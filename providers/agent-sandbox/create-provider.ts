@@ -44,10 +44,13 @@ export function createAgentSandbox(env: Readonly<Record<string, string | undefin
   networkPolicies: CiliumNetworkPolicyVerifier;
   workspaceStorage: KubernetesWorkspaceStorage;
   networkPolicyWriter: CiliumNetworkPolicyWriter;
+  /** The settings pin an AgentHost launch profile: every Sandbox runs a Host to be reached. */
+  launchesAgentHost: boolean;
 } {
   const options = loadAgentSandboxOptions(env);
   const kubeConfig = kubeConfigFor(options.connection);
   return {
+    launchesAgentHost: options.agentHost !== undefined,
     provider: new AgentSandboxProvider({ options, kubeConfig }),
     networkPolicies: new CiliumNetworkPolicyVerifier({ options, kubeConfig }),
     // Workspace PVCs and their PVs are read back where each lease's objects live (its snapshot).

@@ -88,20 +88,96 @@ describe('loadAgentSandboxOptions', () => {
     expect(problemsOf(validEnv({ [`${P}CPU_REQUEST`]: cpu }))).toHaveProperty(`${P}CPU_REQUEST`);
   });
 
-  it('needs KUBECONFIG or an in-cluster service account, and never NODE_TLS_REJECT_UNAUTHORIZED=0', () => {
-    expect(problemsOf(validEnv({ KUBECONFIG: undefined }))).toHaveProperty('KUBECONFIG');
+  it('needs KUBECONFIG or a service account, and never NODE_TLS_REJECT_UNAUTHORIZED=0', () => {
     expect(problemsOf(validEnv(), () => false)).toEqual({ KUBECONFIG: 'file not found' });
     expect(problemsOf(validEnv({ NODE_TLS_REJECT_UNAUTHORIZED: '0' }))).toHaveProperty(
       'NODE_TLS_REJECT_UNAUTHORIZED',
     );
-    const inCluster = validEnv({ KUBECONFIG: undefined, KUBERNETES_SERVICE_HOST: '10.0.0.1' });
-    expect(loadAgentSandboxOptions(inCluster, exists).connection).toEqual({
+    // Neither KUBECONFIG nor the in-cluster files: not in a cluster, said once, naming both ways.
+    const reason = problemsOf(validEnv({ KUBECONFIG: undefined }), () => false)['KUBECONFIG'];
+    expect(reason).toMatch(/SANDLOT_KUBERNETES_SERVICE_ACCOUNT_TOKEN_FILE/);
+    expect(reason).toMatch(/\/var\/run\/secrets\/kubernetes\.io\/serviceaccount\/token/);
+  });
+});
+
+describe('the Kubernetes connection settings (without KUBECONFIG)', () => {
+  const K = 'SANDLOT_KUBERNETES_';
+  const inCluster = (overrides: Record<string, string | undefined> = {}) =>
+    validEnv({ KUBECONFIG: undefined, ...overrides });
+
+  it('default to the in-cluster API server, service-account token and CA', () => {
+    expect(loadAgentSandboxOptions(inCluster(), exists).connection).toEqual({
       kind: 'in-cluster',
-      server: 'https://10.0.0.1:443',
+      server: 'https://kubernetes.default.svc',
       tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
       caFile: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
     });
-    expect(problemsOf(inCluster, () => false)).toHaveProperty('KUBERNETES_SERVICE_HOST');
+    // KUBERNETES_SERVICE_HOST is not where the server comes from: the setting (or its default) is.
+    expect(
+      loadAgentSandboxOptions(inCluster({ KUBERNETES_SERVICE_HOST: '10.0.0.1' }), exists).connection,
+    ).toMatchObject({ server: 'https://kubernetes.default.svc' });
+  });
+
+  it('reads the API server, token file and CA file from their settings', () => {
+    const seen: string[] = [];
+    const env = inCluster({
+      [`${K}API_SERVER`]: 'https://api.cluster.example.com:6443/',
+      [`${K}SERVICE_ACCOUNT_TOKEN_FILE`]: '/etc/sandlot/kube/token',
+      [`${K}CERTIFICATE_AUTHORITY_FILE`]: '/etc/sandlot/kube/ca.crt',
+    });
+    const files = (path: string) => {
+      seen.push(path);
+      return true;
+    };
+    expect(loadAgentSandboxOptions(env, files).connection).toEqual({
+      kind: 'in-cluster',
+      server: 'https://api.cluster.example.com:6443',
+      tokenFile: '/etc/sandlot/kube/token',
+      caFile: '/etc/sandlot/kube/ca.crt',
+    });
+    expect(seen).toEqual(expect.arrayContaining(['/etc/sandlot/kube/token', '/etc/sandlot/kube/ca.crt']));
+    expect(
+      loadAgentSandboxOptions(inCluster({ [`${K}API_SERVER`]: 'https://10.0.0.1/k8s/clusters/c-1' }), exists)
+        .connection,
+    ).toMatchObject({ server: 'https://10.0.0.1/k8s/clusters/c-1' });
+  });
+
+  it.each([
+    ['plain http', 'http://kubernetes.default.svc/'],
+    ['not a URL', 'kubernetes.default.svc'],
+    ['credentials in the URL', 'https://admin:secret@kubernetes.default.svc/'],
+    ['a query', 'https://kubernetes.default.svc/?insecure=1'],
+    ['a fragment', 'https://kubernetes.default.svc/#x'],
+  ])('refuse an API server with %s, without echoing it', (_case, server) => {
+    const problems = problemsOf(inCluster({ [`${K}API_SERVER`]: server }));
+    expect(Object.keys(problems)).toEqual([`${K}API_SERVER`]);
+    expect(problems[`${K}API_SERVER`]).toMatch(/https/);
+    expect(JSON.stringify(problems)).not.toContain('secret');
+  });
+
+  it('name the token or CA setting whose file is missing', () => {
+    const env = inCluster({
+      [`${K}SERVICE_ACCOUNT_TOKEN_FILE`]: '/etc/sandlot/kube/token',
+      [`${K}CERTIFICATE_AUTHORITY_FILE`]: '/etc/sandlot/kube/ca.crt',
+    });
+    expect(problemsOf(env, (path) => path.endsWith('ca.crt'))).toEqual({
+      [`${K}SERVICE_ACCOUNT_TOKEN_FILE`]: 'file not found: /etc/sandlot/kube/token',
+    });
+    expect(problemsOf(env, (path) => path.endsWith('token'))).toEqual({
+      [`${K}CERTIFICATE_AUTHORITY_FILE`]: 'file not found: /etc/sandlot/kube/ca.crt',
+    });
+    // A default file missing while the other was set: the default's own setting is named.
+    const tokenOnly = inCluster({ [`${K}SERVICE_ACCOUNT_TOKEN_FILE`]: '/etc/sandlot/kube/token' });
+    expect(problemsOf(tokenOnly, (path) => path === '/etc/sandlot/kube/token')).toEqual({
+      [`${K}CERTIFICATE_AUTHORITY_FILE`]:
+        'file not found: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt (the in-cluster default)',
+    });
+  });
+
+  it('refuse them beside KUBECONFIG: one way to reach the cluster', () => {
+    expect(problemsOf(validEnv({ [`${K}API_SERVER`]: 'https://api.example.com/' }))).toEqual({
+      [`${K}API_SERVER`]: 'set with KUBECONFIG; use one or the other',
+    });
   });
 });
 

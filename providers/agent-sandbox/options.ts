@@ -3,17 +3,15 @@
 // the snapshot frozen at its reservation (options-snapshot.ts), never these, for recovery.
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
+import { connectionOf, type KubernetesConnection } from './connection-settings.ts';
 import { isDnsLabel } from './names.ts';
 import { CPU_BOUNDS, cpuCores, MEMORY_BOUNDS, memoryBytes } from './quantity.ts';
 
 export const ENV_PREFIX = 'SANDLOT_AGENT_SANDBOX_';
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 export const SUPPORTED_STORAGE_PROVIDERS = ['azure-files-csi'] as const;
 export const SUPPORTED_PLATFORMS = ['linux/amd64'] as const;
 
-export type KubernetesConnection =
-  | { kind: 'kubeconfig'; path: string }
-  | { kind: 'in-cluster'; server: string; tokenFile: string; caFile: string };
+export type { KubernetesConnection } from './connection-settings.ts';
 
 export interface AgentSandboxOptions {
   optionsSchemaVersion: 2;
@@ -137,49 +135,6 @@ function agentHostOf(
   const missing = configMapName === undefined ? 'AGENT_HOST_CONFIG_MAP_NAME' : 'AGENT_HOST_TLS_SECRET_NAME';
   problems.push({ variable: ENV_PREFIX + missing, reason: 'required with the other AgentHost profile name' });
   return undefined;
-}
-
-function connectionOf(
-  env: Readonly<Record<string, string | undefined>>,
-  exists: (path: string) => boolean,
-  problems: OptionsProblem[],
-): KubernetesConnection | undefined {
-  const value = (name: string) => (env[name]?.trim() === '' ? undefined : env[name]?.trim());
-  if (value('NODE_TLS_REJECT_UNAUTHORIZED') === '0') {
-    problems.push({ variable: 'NODE_TLS_REJECT_UNAUTHORIZED', reason: 'disables TLS validation; unset it' });
-  }
-  const kubeconfig = value('KUBECONFIG');
-  if (kubeconfig !== undefined) {
-    if (kubeconfig.includes(':')) problems.push({ variable: 'KUBECONFIG', reason: 'expected one file path' });
-    else if (!exists(kubeconfig)) problems.push({ variable: 'KUBECONFIG', reason: 'file not found' });
-    else return { kind: 'kubeconfig', path: kubeconfig };
-    return undefined;
-  }
-  const host = value('KUBERNETES_SERVICE_HOST');
-  if (host === undefined) {
-    problems.push({
-      variable: 'KUBECONFIG',
-      reason: 'set KUBECONFIG, or run in a cluster (KUBERNETES_SERVICE_HOST and a service-account token)',
-    });
-    return undefined;
-  }
-  const port = value('KUBERNETES_SERVICE_PORT') ?? '443';
-  if (!/^[0-9]{1,5}$/.test(port) || +port < 1 || +port > 65535) {
-    problems.push({ variable: 'KUBERNETES_SERVICE_PORT', reason: 'expected a TCP port' });
-    return undefined;
-  }
-  const tokenFile = `${SERVICE_ACCOUNT_DIR}/token`;
-  const caFile = `${SERVICE_ACCOUNT_DIR}/ca.crt`;
-  const missing = [tokenFile, caFile].filter((file) => !exists(file));
-  if (missing.length > 0) {
-    problems.push({
-      variable: 'KUBERNETES_SERVICE_HOST',
-      reason: `in-cluster, but ${missing.join(' and ')} missing`,
-    });
-    return undefined;
-  }
-  const address = host.includes(':') ? `[${host}]` : host;
-  return { kind: 'in-cluster', server: `https://${address}:${port}`, tokenFile, caFile };
 }
 
 /** Reads and validates every setting; throws one AgentSandboxOptionsError naming each bad variable. */

@@ -1,5 +1,6 @@
 // Read-back of the AgentHost launch profile, on the template and on the actual Pod: the same fixed
-// volumes, read-only mounts, UID/GID/fsGroup, HTTPS port and probes, and labels the builder added.
+// volumes, read-only mounts, UID/GID/fsGroup, HTTPS port and probes, working directory (the lease's
+// Workspace mount path) and labels the builder added.
 // And the Sandbox's own Service: controlled by the Sandbox (by UID), a private ClusterIP Service
 // exposing exactly HTTPS on TCP 8443, whose selector resolves to exactly the actual Pod. Any
 // difference is an ownership error: the Pod or Service is not what the lease's snapshot describes.
@@ -35,8 +36,16 @@ function httpsProbe(probe: unknown, path: string): boolean {
   );
 }
 
-/** Every way `podSpec` (and the Pod's labels) differ from the profile; empty when it carries it. */
-export function agentHostDrift(podSpec: unknown, labels: unknown, profile: AgentHostProfile): string[] {
+/**
+ * Every way `podSpec` (and the Pod's labels) differ from the profile; empty when it carries it.
+ * `workspacePath` is the lease's Workspace mount path, the Host's working directory.
+ */
+export function agentHostDrift(
+  podSpec: unknown,
+  labels: unknown,
+  profile: AgentHostProfile,
+  workspacePath: string,
+): string[] {
   const problems: string[] = [];
   for (const [key, value] of Object.entries(AGENT_HOST_LABELS)) {
     if (!isRecord(labels) || labels[key] !== value) problems.push(`label ${key}=${value}`);
@@ -66,6 +75,7 @@ export function agentHostDrift(podSpec: unknown, labels: unknown, profile: Agent
       problems.push(`${volume.readOnly ? 'read-only ' : ''}mount of ${volume.name} at ${volume.mountPath}`);
     }
   }
+  if (field(container, 'workingDir') !== workspacePath) problems.push(`working directory ${workspacePath}`);
   const ports = list(field(container, 'ports'));
   const https = ports.filter((port) => field(port, 'containerPort') === AGENT_HOST_PORT);
   if (
@@ -85,10 +95,11 @@ export function assertAgentHost(
   podSpec: unknown,
   labels: unknown,
   profile: AgentHostProfile,
+  workspacePath: string,
   code: string,
   what: string,
 ): void {
-  const drift = agentHostDrift(podSpec, labels, profile);
+  const drift = agentHostDrift(podSpec, labels, profile, workspacePath);
   if (drift.length > 0) {
     throw ownership(code, `${what} does not carry the AgentHost launch profile (${drift.join('; ')})`);
   }

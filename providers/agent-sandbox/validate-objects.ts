@@ -133,7 +133,7 @@ export function validateTemplate(
     `${name} does not mount the recorded Workspace PVC ${pvcName}`,
   );
   if (snapshot.agentHost !== undefined) {
-    assertAgentHost(podSpec, labels, snapshot.agentHost, 'template-agent-host-mismatch', name);
+    assertAgentHost(podSpec, labels, snapshot.agentHost, mountPath, 'template-agent-host-mismatch', name);
     expect(
       field(template.spec, 'service') === true,
       'template-agent-host-mismatch',

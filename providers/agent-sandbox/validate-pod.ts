@@ -142,6 +142,13 @@ export function validatePod(
     workspace,
   );
   if (snapshot.agentHost !== undefined) {
-    assertAgentHost(spec, pod.metadata.labels, snapshot.agentHost, 'pod-agent-host-mismatch', `Pod ${name}`);
+    assertAgentHost(
+      spec,
+      pod.metadata.labels,
+      snapshot.agentHost,
+      workspace.mountPath,
+      'pod-agent-host-mismatch',
+      `Pod ${name}`,
+    );
   }
 }

@@ -50,6 +50,33 @@ describe.skipIf(skipWithoutCrds)('composition with SANDLOT_PROVIDER=agent-sandbo
     expect(error?.message).not.toContain(fake.token);
   });
 
+  it('refuses to start an AgentHost launch profile without SANDLOT_AGENTHOST_CA_FILE, naming it', async () => {
+    const env = {
+      SANDLOT_DATA_DIR: join(dir, 'no-ca'),
+      SANDLOT_PROVIDER: 'agent-sandbox',
+      ...validEnv({
+        SANDLOT_AGENT_SANDBOX_NAMESPACE: NAMESPACE,
+        SANDLOT_AGENT_SANDBOX_AGENT_HOST_CONFIG_MAP_NAME: 'agenthost-config',
+        SANDLOT_AGENT_SANDBOX_AGENT_HOST_TLS_SECRET_NAME: 'agenthost-tls',
+        KUBECONFIG: join(dir, 'kubeconfig'),
+      }),
+    };
+    expect(() => loadConfig(env)).toThrow(/SANDLOT_AGENTHOST_CA_FILE/);
+    // A Config built without the start-up check (here: from settings that lack the profile) is
+    // refused by the composition root all the same, before anything is served.
+    const config = loadConfig({
+      ...env,
+      SANDLOT_AGENT_SANDBOX_AGENT_HOST_CONFIG_MAP_NAME: undefined,
+      SANDLOT_AGENT_SANDBOX_AGENT_HOST_TLS_SECRET_NAME: undefined,
+    });
+    const error = await composeSandlot(config, pino({ level: 'silent' }), { workers: false, env }).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toMatch(/SANDLOT_AGENTHOST_CA_FILE/);
+    expect(error?.message).not.toContain(fake.token);
+  });
+
   it('serves the adapter identity and pins the cluster when the settings are good', async () => {
     const env = {
       SANDLOT_DATA_DIR: join(dir, 'good'),

@@ -62,6 +62,13 @@ import {
   type ApiCall,
 } from '../support/rbac-check.ts';
 
+/** Stand-ins for the ConfigMap `sandlot-agenthost`'s two files (no credential in either). */
+const CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+const AGENTHOST_FILE = {
+  receiver: { configurePath: '/runtime/v1/configure', audience: 'agenthost-receiver' },
+  profiles: { codex: {} },
+};
+
 const OVERLAYS = ['embedded-demo', 'production'] as const;
 type Overlay = (typeof OVERLAYS)[number];
 
@@ -238,24 +245,46 @@ describe.skipIf(missing !== undefined)('deploy/ overlays render and validate', (
 
     it("its settings pass Sandlot's own checks: production mode on Agent Sandbox, in cluster", () => {
       const settings = { ...settingsOf(objects()) };
-      // Read as files at start; the operator's ConfigMap provides them (docs/operations.md).
-      delete settings['SANDLOT_AGENTHOST_CONFIG_FILE'];
-      delete settings['SANDLOT_AGENTHOST_CA_FILE'];
-      const config = loadConfig({
-        ...settings,
-        DATABASE_URL: 'postgres://sandlot@db.example.com:5432/sandlot',
-        REDIS_URL: 'redis://redis.example.com:6379',
+      // Read as files at start from the operator's ConfigMap (docs/operations.md), mounted at
+      // /etc/sandlot/agenthost: stood in here by files of the same names. The AgentHost launch
+      // profile needs the service-backend-ca roots, and the internal services pin the same file.
+      const mounted = '/etc/sandlot/agenthost/';
+      expect(settings['SANDLOT_AGENTHOST_CA_FILE']).toBe(`${mounted}service-backend-ca.pem`);
+      expect(settings['SANDLOT_SERVICE_BACKEND_CA_FILE']).toBe(settings['SANDLOT_AGENTHOST_CA_FILE']);
+      const files = mkdtempSync(join(tmpdir(), 'sandlot-deploy-files-'));
+      try {
+        writeFileSync(join(files, 'service-backend-ca.pem'), CA_PEM);
+        writeFileSync(join(files, 'agenthost.json'), JSON.stringify(AGENTHOST_FILE));
+        for (const variable of [
+          'SANDLOT_AGENTHOST_CONFIG_FILE',
+          'SANDLOT_AGENTHOST_CA_FILE',
+          'SANDLOT_SERVICE_BACKEND_CA_FILE',
+        ]) {
+          const path = settings[variable] ?? '';
+          expect(path.startsWith(mounted), variable).toBe(true);
+          settings[variable] = join(files, path.slice(mounted.length));
+        }
+        const config = loadConfig({
+          ...settings,
+          DATABASE_URL: 'postgres://sandlot@db.example.com:5432/sandlot',
+          REDIS_URL: 'redis://redis.example.com:6379',
+        });
+        expect(config).toMatchObject({
+          mode: 'production',
+          host: '0.0.0.0',
+          provider: { id: 'agent-sandbox' },
+          agentHostCaPem: CA_PEM,
+          serviceBackendCaPem: CA_PEM,
+        });
+      } finally {
+        rmSync(files, { recursive: true, force: true });
+      }
+      // In cluster: no KUBECONFIG and no SANDLOT_KUBERNETES_*, so the in-cluster defaults.
+      const options = loadAgentSandboxOptions(settings, () => true);
+      expect(options.connection).toMatchObject({
+        kind: 'in-cluster',
+        server: 'https://kubernetes.default.svc',
       });
-      expect(config).toMatchObject({
-        mode: 'production',
-        host: '0.0.0.0',
-        provider: { id: 'agent-sandbox' },
-      });
-      const options = loadAgentSandboxOptions(
-        { ...settings, KUBERNETES_SERVICE_HOST: '10.0.0.1' },
-        () => true,
-      );
-      expect(options.connection.kind).toBe('in-cluster');
       expect(options.agentHost).toBeDefined();
     });
 

@@ -117,3 +117,56 @@ describe('SANDLOT_AGENTHOST_CA_FILE', () => {
     expect(() => loadConfig({ SANDLOT_AGENTHOST_CA_FILE: withKey })).toThrow(/private key/);
   });
 });
+
+describe('an AgentHost on Agent Sandbox without SANDLOT_AGENTHOST_CA_FILE', () => {
+  const LAUNCH_PROFILE = {
+    SANDLOT_AGENT_SANDBOX_AGENT_HOST_CONFIG_MAP_NAME: 'agenthost-config',
+    SANDLOT_AGENT_SANDBOX_AGENT_HOST_TLS_SECRET_NAME: 'agenthost-tls',
+  };
+  const problemsOf = (env: Record<string, string>): Record<string, string> => {
+    try {
+      loadConfig(env);
+    } catch (error) {
+      if (error instanceof ConfigError) {
+        return Object.fromEntries(error.problems.map((p) => [p.variable, p.reason]));
+      }
+      throw error;
+    }
+    return {};
+  };
+
+  it('is refused at start, naming the setting, with the launch profile or the receiver profiles', async () => {
+    const withLaunch = problemsOf({ SANDLOT_PROVIDER: 'agent-sandbox', ...LAUNCH_PROFILE });
+    expect(Object.keys(withLaunch)).toEqual(['SANDLOT_AGENTHOST_CA_FILE']);
+    expect(withLaunch['SANDLOT_AGENTHOST_CA_FILE']).toMatch(
+      /SANDLOT_AGENT_SANDBOX_AGENT_HOST_CONFIG_MAP_NAME/,
+    );
+    const profiles = await fileWith(
+      'profiles-for-ca.json',
+      JSON.stringify({ receiver: RECEIVER, profiles: { codex: {} } }),
+    );
+    const withReceiver = problemsOf({
+      SANDLOT_PROVIDER: 'agent-sandbox',
+      SANDLOT_AGENTHOST_CONFIG_FILE: profiles,
+    });
+    expect(withReceiver['SANDLOT_AGENTHOST_CA_FILE']).toMatch(/SANDLOT_AGENTHOST_CONFIG_FILE/);
+    // Production names it beside the other missing services, in one message.
+    const production = problemsOf({
+      DATABASE_URL: 'postgres://db.example.com/sandlot',
+      SANDLOT_PROVIDER: 'agent-sandbox',
+      ...LAUNCH_PROFILE,
+    });
+    expect(production).toHaveProperty('SANDLOT_AGENTHOST_CA_FILE');
+    expect(production).toHaveProperty('SANDLOT_JWKS_URL');
+  });
+
+  it('starts with the CA file; and without it on the legacy template or another provider', async () => {
+    const ca = await fileWith('service-backend-ca.pem', CERT);
+    expect(
+      loadConfig({ SANDLOT_PROVIDER: 'agent-sandbox', ...LAUNCH_PROFILE, SANDLOT_AGENTHOST_CA_FILE: ca })
+        .agentHostCaPem,
+    ).toBe(CERT);
+    expect(() => loadConfig({ SANDLOT_PROVIDER: 'agent-sandbox' })).not.toThrow();
+    expect(() => loadConfig({ SANDLOT_PROVIDER: 'simulated', ...LAUNCH_PROFILE })).not.toThrow();
+  });
+});
