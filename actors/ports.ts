@@ -11,7 +11,7 @@ import type {
   JournalAcknowledgment,
 } from './build-test/accepted-command.ts';
 import type { AgentHostActivationReceipt, AgentHostSessionState } from './agenthost-activation.ts';
-import type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
+import type { AgentHostFlushReceipt, AgentHostWorkspaceResume } from './agenthost-flush.ts';
 import type {
   RuntimeOperation,
   RuntimeRegistration,
@@ -146,7 +146,12 @@ export interface AgentHostFlushRequest {
   transitionRevision: number;
 }
 
-export type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
+export type { AgentHostFlushReceipt, AgentHostWorkspaceResume } from './agenthost-flush.ts';
+
+/** Which resume a read-only Workspace resume read is for (Core's resume operation). */
+export interface AgentHostWorkspaceResumeRequest {
+  resumeOperationId: string;
+}
 
 /** One server-issued resume bootstrap attempt, as the Host is asked to start its Runtime with it. */
 export interface AgentHostActivationRequest {
@@ -191,10 +196,15 @@ export interface AgentHost {
     signal: AbortSignal,
   ): Promise<AgentHostFlushReceipt>;
   /**
-   * Read-only: the Workspace tree hash as the Host holding exactly `binding` computes it now.
-   * Throws `AgentHostTreeHashRefusedError` or `AgentHostUnavailableError` like `flush`.
+   * Read-only (`/runtime/v1/workspace/resume`): the native content proof of the Workspace the Host
+   * holding exactly `binding` reads now for one resume, with its tree hash. Throws
+   * `AgentHostWorkspaceResumeRefusedError` or `AgentHostUnavailableError` like `flush`.
    */
-  treeHash(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostTreeHash>;
+  workspaceResume(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostWorkspaceResumeRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostWorkspaceResume>;
   /**
    * Starts the Runtime on the Host holding exactly `binding` with one resume attempt, and answers
    * its receipt checked field by field (a redelivery of the same attempt answers the saved
