@@ -108,8 +108,9 @@ export interface AgentHostTarget {
 
 /**
  * What the Host reports of itself: whether it was configured (its authenticated configuration
- * handshake completed), and for which lease, Pod, Workspace mount and network generation. Sandlot
- * compares every binding with the lease; a Host configured for something else is not configured.
+ * handshake completed), and for which lease, Pod, Workspace mount, network generation and runtime
+ * profile. Sandlot compares every binding with the lease; a Host configured for something else is
+ * not configured.
  */
 export type AgentHostReadiness =
   | { configured: false; reason: string }
@@ -123,6 +124,12 @@ export type AgentHostReadiness =
       networkPolicyGeneration: number;
       /** When the Host completed its configuration (ISO instant). */
       configuredAt: string;
+      /**
+       * The resolved runtime profile (`rp_…`) whose configure endpoint configured the Host, when it
+       * names one: readiness then requires its stored mapping to be this lease's at its current
+       * endpoint (actors/runtime-profile-current.ts).
+       */
+      profileId?: string | undefined;
     };
 
 /**

@@ -75,6 +75,8 @@ const configured = z.strictObject({
   workspaceMountPath: z.string().startsWith('/'),
   networkPolicyGeneration: z.number().int().nonnegative(),
   configuredAt: z.iso.datetime({ offset: true }),
+  /** The runtime profile the Host was configured through, when it names one. */
+  profileId: z.string().min(1).max(256).optional(),
 });
 const readinessAnswer = z.discriminatedUnion('configured', [notConfigured, configured]);
 
