@@ -7,8 +7,8 @@
 // directory, so a flush and a later resume can be checked by content. A flush writes the Host's
 // native cache into that tree, hashes it (workspace-tree.ts) and records the receipt in its own
 // table (migration 0016), so a replay of the same flush operation answers the saved receipt. Its
-// Host side (`hostFlush`, `hostTreeHash`) answers as a Host would on the wire, so a stand-in HTTPS
-// Host can serve it; its port side checks those answers exactly as the HTTPS client does.
+// Host side (`hostFlush`, `hostWorkspaceResume`) answers as a Host would on the wire, so a stand-in
+// HTTPS Host can serve it; its port side checks those answers exactly as the HTTPS client does.
 //
 // Resume activation and session state (`hostActivate`, `hostSessionState`) keep their logic in
 // agenthost-embedded-activation.ts, on their own table (migration 0021); the same levers apply.
@@ -37,18 +37,19 @@ import {
 } from './agenthost-embedded-activation.ts';
 import {
   AgentHostFlushRefusedError,
-  AgentHostTreeHashRefusedError,
   AgentHostUnavailableError,
+  AgentHostWorkspaceResumeRefusedError,
   bindingDifference,
   checkFlushReceipt,
-  checkTreeHash,
+  checkWorkspaceResume,
   hostBindingOf,
   hostBindingSchema,
   type AgentHostFlushReceipt,
-  type AgentHostTreeHash,
+  type AgentHostWorkspaceResume,
   type FlushRequestBody,
   type HostBinding,
   type HostRefusalCode,
+  type WorkspaceResumeRequestBody,
 } from './agenthost-flush.ts';
 import type {
   AgentHost,
@@ -57,6 +58,7 @@ import type {
   AgentHostReadiness,
   AgentHostTarget,
   AgentHostWorkspaceBinding,
+  AgentHostWorkspaceResumeRequest,
   LiveProbeResult,
 } from './ports.ts';
 import { hashWorkspaceTree, WorkspaceTreeRefusedError } from './workspace-tree.ts';
@@ -77,7 +79,7 @@ export interface EmbeddedAgentHostOptions {
 export type HostAnswer =
   { status: 200; body: unknown } | { status: 409; body: { refused: HostRefusalCode; message: string } };
 
-/** A test lever for the next flush or tree hash call. */
+/** A test lever for the next Host call. */
 type Interference =
   | { kind: 'fail' }
   | { kind: 'stall' }
@@ -107,17 +109,17 @@ export class EmbeddedAgentHost implements AgentHost {
     this.#next = { kind: 'fail' };
   }
 
-  /** The next Host answer (flush, tree hash, activation, session state) passes through `change` first. */
+  /** The next Host answer (flush, Workspace resume, activation, session state) passes through `change` first. */
   tamperNextAnswer(change: (answer: Record<string, unknown>) => unknown): void {
     this.#next = { kind: 'tamper', change };
   }
 
-  /** The next call (flush, tree hash, activation, session state) waits until the caller gives up. */
+  /** The next call (flush, Workspace resume, activation, session state) waits until the caller gives up. */
   stallNextCall(): void {
     this.#next = { kind: 'stall' };
   }
 
-  /** The next call (flush, tree hash, activation, session state) cannot reach the Host. */
+  /** The next call (flush, Workspace resume, activation, session state) cannot reach the Host. */
   dropNextCall(): void {
     this.#next = { kind: 'unreachable' };
   }
@@ -175,12 +177,17 @@ export class EmbeddedAgentHost implements AgentHost {
     return checkFlushReceipt(binding, request, answer.body);
   }
 
-  async treeHash(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostTreeHash> {
-    const answer = await this.hostTreeHash(binding.operationId, signal);
+  async workspaceResume(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostWorkspaceResumeRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostWorkspaceResume> {
+    const body: WorkspaceResumeRequestBody = { binding: hostBindingOf(binding), ...request };
+    const answer = await this.hostWorkspaceResume(binding.operationId, body, signal);
     if (answer.status === 409) {
-      throw new AgentHostTreeHashRefusedError(answer.body.refused, 'the Host refused');
+      throw new AgentHostWorkspaceResumeRefusedError(answer.body.refused, 'the Host refused');
     }
-    return checkTreeHash(binding, answer.body);
+    return checkWorkspaceResume(binding, request, answer.body);
   }
 
   async activate(
@@ -350,11 +357,21 @@ export class EmbeddedAgentHost implements AgentHost {
     return refusal('binding-mismatch', 'another flush advanced this Workspace generation');
   }
 
-  /** The Host side of the read-only tree hash on the Host serving `leaseOperationId`. */
-  async hostTreeHash(leaseOperationId: string, signal: AbortSignal): Promise<HostAnswer> {
-    const interference = await this.#interfere(signal, 'tree-hash');
+  /**
+   * The Host side of the read-only Workspace resume on the Host serving `leaseOperationId`: a
+   * refusal for a binding it does not hold, else the content proof of its tree as it reads now.
+   */
+  async hostWorkspaceResume(
+    leaseOperationId: string,
+    asked: WorkspaceResumeRequestBody,
+    signal: AbortSignal,
+  ): Promise<HostAnswer> {
+    const interference = await this.#interfere(signal, 'workspace-resume');
     const held = await this.#held(leaseOperationId);
     if (typeof held === 'string') return refusal('not-configured', held);
+    if (bindingDifference(asked.binding, held) !== undefined) {
+      return refusal('binding-mismatch', 'the Host holds another binding');
+    }
     const dir = await this.workspaceDirectory(held.workspaceVolumeId);
     let digest;
     try {
@@ -363,18 +380,22 @@ export class EmbeddedAgentHost implements AgentHost {
       if (error instanceof WorkspaceTreeRefusedError) return refusal('workspace-refused', error.message);
       throw error;
     }
-    const answer = { binding: held, ...digest, computedAt: new Date().toISOString() };
+    const answer: AgentHostWorkspaceResume = {
+      binding: held,
+      resumeOperationId: asked.resumeOperationId,
+      contentProof: { ...digest, computedAt: new Date().toISOString() },
+    };
     return { status: 200, body: interference?.kind === 'tamper' ? interference.change(answer) : answer };
   }
 
   /** Takes the pending lever: unreachable and stall throw here, the others are for the caller. */
   async #interfere(
     signal: AbortSignal,
-    call: 'flush' | 'tree-hash' | 'activate' | 'session-state',
+    call: 'flush' | 'workspace-resume' | 'activate' | 'session-state',
   ): Promise<Interference | null> {
     signal.throwIfAborted();
     const next = this.#next;
-    // A failed flush is a flush's lever only: a tree hash read in between leaves it pending.
+    // A failed flush is a flush's lever only: a Workspace resume read in between leaves it pending.
     if (next?.kind === 'fail' && call !== 'flush') return null;
     this.#next = null;
     if (next?.kind === 'unreachable') {
@@ -470,7 +491,7 @@ export class UnreachableAgentHost implements AgentHost {
     return Promise.reject(new AgentHostUnavailableError('agenthost-unconfigured', this.reason));
   }
 
-  treeHash(): Promise<AgentHostTreeHash> {
+  workspaceResume(): Promise<AgentHostWorkspaceResume> {
     return Promise.reject(new AgentHostUnavailableError('agenthost-unconfigured', this.reason));
   }
 

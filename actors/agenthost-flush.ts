@@ -1,5 +1,6 @@
-// The AgentHost Workspace flush and tree hash as data: the binding a Host holds, the receipt it
-// answers, and the checks every implementation applies to that answer before anyone may use it.
+// The AgentHost Workspace flush and the read-only Workspace resume as data: the binding a Host
+// holds, the receipt or content proof it answers, and the checks every implementation applies to
+// that answer before anyone may use it.
 // A receipt is accepted only when it parses strictly and every field names exactly the binding and
 // flush that were asked for; anything else is a refusal with a reason, never a silent accept. An
 // answer that never came is not a verdict: that is AgentHostUnavailableError.
@@ -71,14 +72,28 @@ export const flushReceiptSchema = z.strictObject({
 });
 export type AgentHostFlushReceipt = z.infer<typeof flushReceiptSchema>;
 
-export const treeHashAnswerSchema = z.strictObject({
+/** `POST /runtime/v1/workspace/resume`: the binding the resume names, and the resume operation. */
+export const workspaceResumeRequestBodySchema = z.strictObject({
   binding: hostBindingSchema,
-  treeHash: sha256Hex,
-  fileCount: count,
-  byteCount: count,
-  computedAt: instant,
+  resumeOperationId: id,
 });
-export type AgentHostTreeHash = z.infer<typeof treeHashAnswerSchema>;
+export type WorkspaceResumeRequestBody = z.infer<typeof workspaceResumeRequestBodySchema>;
+
+/**
+ * The Host's read-only answer for a resume: the binding it holds, the resume it answers, and the
+ * native content proof of the Workspace as it reads the tree now (the tree hash is inside it).
+ */
+export const workspaceResumeAnswerSchema = z.strictObject({
+  binding: hostBindingSchema,
+  resumeOperationId: id,
+  contentProof: z.strictObject({
+    treeHash: sha256Hex,
+    fileCount: count,
+    byteCount: count,
+    computedAt: instant,
+  }),
+});
+export type AgentHostWorkspaceResume = z.infer<typeof workspaceResumeAnswerSchema>;
 
 /** Why a Host refused, as it says so on the wire (a fixed set: nothing else is believed). */
 export const hostRefusalCodes = [
@@ -115,20 +130,20 @@ export class AgentHostFlushRefusedError extends SandlotError {
   }
 }
 
-export class AgentHostTreeHashRefusedError extends SandlotError {
-  readonly code = 'agenthost-tree-hash-refused';
+export class AgentHostWorkspaceResumeRefusedError extends SandlotError {
+  readonly code = 'agenthost-workspace-resume-refused';
   readonly status = 409;
-  readonly title = 'AgentHost tree hash refused';
+  readonly title = 'AgentHost Workspace resume refused';
 
   constructor(
     readonly reason: RefusalReason,
     message: string,
   ) {
-    super(`the Workspace tree hash was refused (${reason}): ${message}`);
+    super(`the Workspace resume read was refused (${reason}): ${message}`);
   }
 
   override get detail(): string {
-    return `the Workspace tree hash was refused (${this.reason})`;
+    return `the Workspace resume read was refused (${this.reason})`;
   }
 }
 
@@ -209,19 +224,25 @@ export function checkFlushReceipt(
   return receipt;
 }
 
-/** The tree hash answer, once it is for exactly `binding`. */
-export function checkTreeHash(binding: HostBinding, answer: unknown): AgentHostTreeHash {
-  const parsed = treeHashAnswerSchema.safeParse(answer);
+/** The Workspace resume answer, once it is for exactly `binding` and the resume asked about. */
+export function checkWorkspaceResume(
+  binding: HostBinding,
+  request: { resumeOperationId: string },
+  answer: unknown,
+): AgentHostWorkspaceResume {
+  const refuse = (reason: RefusalReason, message: string): never => {
+    throw new AgentHostWorkspaceResumeRefusedError(reason, message);
+  };
+  const parsed = workspaceResumeAnswerSchema.safeParse(answer);
   if (!parsed.success) {
     const where = parsed.error.issues[0]?.path.join('.') ?? '';
-    throw new AgentHostTreeHashRefusedError('receipt-malformed', `the answer is malformed at "${where}"`);
+    return refuse('receipt-malformed', `the answer is malformed at "${where}"`);
   }
   const differs = bindingDifference(hostBindingOf(binding), parsed.data.binding);
-  if (differs !== undefined) {
-    throw new AgentHostTreeHashRefusedError(
-      'receipt-mismatch',
-      `the answer names another binding (${differs})`,
-    );
+  if (differs !== undefined)
+    return refuse('receipt-mismatch', `the answer names another binding (${differs})`);
+  if (parsed.data.resumeOperationId !== request.resumeOperationId) {
+    return refuse('receipt-mismatch', 'the answer is for another resume operation');
   }
   return parsed.data;
 }

@@ -11,7 +11,7 @@ import type {
   JournalAcknowledgment,
 } from './build-test/accepted-command.ts';
 import type { AgentHostActivationReceipt, AgentHostSessionState } from './agenthost-activation.ts';
-import type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
+import type { AgentHostFlushReceipt, AgentHostWorkspaceResume } from './agenthost-flush.ts';
 import type {
   RuntimeOperation,
   RuntimeRegistration,
@@ -108,8 +108,9 @@ export interface AgentHostTarget {
 
 /**
  * What the Host reports of itself: whether it was configured (its authenticated configuration
- * handshake completed), and for which lease, Pod, Workspace mount and network generation. Sandlot
- * compares every binding with the lease; a Host configured for something else is not configured.
+ * handshake completed), and for which lease, Pod, Workspace mount, network generation and runtime
+ * profile. Sandlot compares every binding with the lease; a Host configured for something else is
+ * not configured.
  */
 export type AgentHostReadiness =
   | { configured: false; reason: string }
@@ -123,6 +124,12 @@ export type AgentHostReadiness =
       networkPolicyGeneration: number;
       /** When the Host completed its configuration (ISO instant). */
       configuredAt: string;
+      /**
+       * The resolved runtime profile (`rp_…`) whose configure endpoint configured the Host, when it
+       * names one: readiness then requires its stored mapping to be this lease's at its current
+       * endpoint (actors/runtime-profile-current.ts).
+       */
+      profileId?: string | undefined;
     };
 
 /**
@@ -146,7 +153,12 @@ export interface AgentHostFlushRequest {
   transitionRevision: number;
 }
 
-export type { AgentHostFlushReceipt, AgentHostTreeHash } from './agenthost-flush.ts';
+export type { AgentHostFlushReceipt, AgentHostWorkspaceResume } from './agenthost-flush.ts';
+
+/** Which resume a read-only Workspace resume read is for (Core's resume operation). */
+export interface AgentHostWorkspaceResumeRequest {
+  resumeOperationId: string;
+}
 
 /** One server-issued resume bootstrap attempt, as the Host is asked to start its Runtime with it. */
 export interface AgentHostActivationRequest {
@@ -191,10 +203,15 @@ export interface AgentHost {
     signal: AbortSignal,
   ): Promise<AgentHostFlushReceipt>;
   /**
-   * Read-only: the Workspace tree hash as the Host holding exactly `binding` computes it now.
-   * Throws `AgentHostTreeHashRefusedError` or `AgentHostUnavailableError` like `flush`.
+   * Read-only (`/runtime/v1/workspace/resume`): the native content proof of the Workspace the Host
+   * holding exactly `binding` reads now for one resume, with its tree hash. Throws
+   * `AgentHostWorkspaceResumeRefusedError` or `AgentHostUnavailableError` like `flush`.
    */
-  treeHash(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostTreeHash>;
+  workspaceResume(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostWorkspaceResumeRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostWorkspaceResume>;
   /**
    * Starts the Runtime on the Host holding exactly `binding` with one resume attempt, and answers
    * its receipt checked field by field (a redelivery of the same attempt answers the saved

@@ -57,7 +57,17 @@ export interface MappingInputs {
   source: ProfileDocument;
   receiver: AgentHostConfiguration['receiver'];
   selectionHash: string;
-  projection: PlacementProjection;
+  /** The placement the mapping binds (a projection, or the same facts read from a lease row). */
+  projection: Pick<
+    PlacementProjection,
+    | 'environmentId'
+    | 'projectId'
+    | 'runId'
+    | 'operationId'
+    | 'resourceGeneration'
+    | 'providerFence'
+    | 'lifecycleGeneration'
+  > & { resource: Pick<PlacementProjection['resource'], 'resourceId'> };
   endpoint: AgentHostEndpoint;
   configureUrl: string;
 }

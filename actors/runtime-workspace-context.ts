@@ -24,7 +24,7 @@ import { ActorError } from './errors.ts';
 import { Guard, type AuthorityDeps } from './guard.ts';
 import type { EnvironmentAddress } from './owned.ts';
 import type { PlacementCaller } from './placement.ts';
-import { endpointOfPlacement } from './runtime-profile-copy.ts';
+import { mapsLease } from './runtime-profile-current.ts';
 import { EnvironmentNotActiveError, RuntimeProfileStaleError } from './runtime-profile-errors.ts';
 import { isExpired, recordedRequestOf, type RecordedRequest } from './sandbox-readiness.ts';
 
@@ -162,20 +162,7 @@ function requireMappedLease(
   if (isExpired(lease, now)) {
     throw new RuntimeWorkspaceLeaseChangedError('expired', 'the current lease expired');
   }
-  const endpoint = endpointOfPlacement(lease.resource.placement);
-  const mapped =
-    lease.environmentId === mapping.environmentId &&
-    lease.operationId === mapping.operationId &&
-    lease.lifecycleGeneration === mapping.lifecycleGeneration &&
-    lease.resourceGeneration === mapping.resourceGeneration &&
-    lease.providerFence === mapping.providerFence &&
-    lease.resource.resourceId === mapping.resourceId &&
-    endpoint?.podUid === mapping.podUid &&
-    endpoint.podIp === mapping.podIp &&
-    endpoint.serverName === mapping.serverName &&
-    endpoint.port === mapping.port &&
-    lease.resource.placement['endpoint'] === mapping.endpoint;
-  if (!mapped) {
+  if (!mapsLease(mapping, lease)) {
     throw new RuntimeWorkspaceLeaseChangedError(
       'another-lease',
       'the current lease or its placement is not the one the runtime profile maps; resolve a new profile',

@@ -4,6 +4,7 @@
 // `activeRecheckMs` (its readiness moves without a transition), each pause cut short by a
 // transition. Fresh authority before the reads and after the last one (Guard).
 import { setTimeout as pause } from 'node:timers/promises';
+import type { AgentHostConfiguration } from '../config/agenthost.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { Queryable } from '../store/db.ts';
 import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
@@ -25,6 +26,7 @@ import type {
 } from './ports.ts';
 import type { ActorRuntime } from './runtime.ts';
 import { recordedApplicability } from './provider-applicability.ts';
+import { profileEvidenceOf } from './readiness-profile.ts';
 import { networkPolicyVerified } from './sandbox-admission.ts';
 import { observeLease, type Observation } from './sandbox-observe.ts';
 import {
@@ -51,6 +53,8 @@ export interface InspectionDeps {
   networkPolicies: NetworkPolicyVerifier;
   /** The AgentHost port: the configuration handshake and readiness evidence of a sandbox's Host. */
   agentHost: AgentHost;
+  /** The immutable AgentHost configuration a runtime profile the Host names must still match. */
+  agentHostProfiles?: AgentHostConfiguration;
   /** How long an inspection waits for its describe (default 5 s). */
   describeTimeoutMs?: number;
   /** Long-poll inspections (`?wait=`); without it an inspection runs at once. */
@@ -224,6 +228,11 @@ export class SandboxInspection {
       seen.finished === null &&
       isRunning(seen.phase);
     const host = askHost ? await this.#askHost(observed, timeoutMs) : null;
+    // A profile the configured Host names must still be this lease's, at its current endpoint.
+    const profile =
+      host !== null && 'answer' in host && observed !== null
+        ? await profileEvidenceOf(db, env, observed, host.answer, this.deps.agentHostProfiles)
+        : null;
     // The revision first: everything read after it is at least as new, so a caller waiting past
     // it misses no change. The reads after it are independent of each other and go out together.
     const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
@@ -241,6 +250,7 @@ export class SandboxInspection {
       observation: seen,
       replacedPod,
       host,
+      profile,
       network: { requested: networkPolicyGeneration, verified },
       volume,
       flushedTo: flushed === null ? null : flushed.dataGeneration + 1,

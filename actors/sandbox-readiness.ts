@@ -6,7 +6,8 @@
 // network policy generation verifies fresh; and the Workspace is Attached to this lease at the
 // exact generation. `configured` is never inferred from `started` and never NotApplicable: with an
 // AgentHost (`vm-isolation`), the Host says it completed its configuration handshake for exactly
-// this lease, Pod, mount path and network generation (the provider never reports it by itself);
+// this lease, Pod, mount path and network generation (the provider never reports it by itself),
+// and a runtime profile it names must still be this lease's at its current endpoint;
 // without one (sandbox-host), the provider's exact fresh describe must report it (its host-signed
 // result carries the guest's explicit signal), and `started` alone is NotConfigured. A check the
 // lease's provider does not advertise the capability for (actors/provider-applicability.ts: no Pod
@@ -17,6 +18,7 @@ import { workspaceMountSchema, type WorkspaceMount } from '../machines/environme
 import type { LeaseRow } from '../store/leases.ts';
 import type { VolumeRow } from '../store/workspaces.ts';
 import type { AgentHostEndpoint, AgentHostReadiness, AgentHostTarget } from './ports.ts';
+import type { ProfileEvidence } from './readiness-profile.ts';
 import {
   recordedApplicability,
   requiredCapability,
@@ -133,6 +135,8 @@ export interface ReadinessEvidence {
   /** The Pod UID the lease mapped, when the answering Pod is another one. */
   replacedPod: { seen: string; mapped: string } | null;
   host: { answer: AgentHostReadiness } | { error: string } | null;
+  /** The runtime profile the configured Host named, judged against its stored mapping (null: none). */
+  profile?: ProfileEvidence | null;
   network: { requested: number | undefined; verified: boolean | 'unavailable' };
   volume: VolumeRow | null;
   /**
@@ -357,6 +361,23 @@ function hostConfigured(
       'False',
       'ConfiguredForAnother',
       `the AgentHost was configured for another ${mismatches.join(', ')}`,
+    );
+  }
+  const { profile } = evidence;
+  if (profile != null && profile.problem === 'unresolved') {
+    return make(
+      'HostConfigured',
+      'False',
+      'ProfileUnresolved',
+      `the AgentHost was configured through runtime profile ${profile.profileId}, which was never resolved for this Environment`,
+    );
+  }
+  if (profile != null && profile.problem !== null) {
+    return make(
+      'HostConfigured',
+      'False',
+      'ProfileStale',
+      `the AgentHost was configured through runtime profile ${profile.profileId}, whose stored mapping no longer matches this lease (${profile.problem} changed): resolve a new profile and configure the Host with it`,
     );
   }
   return make(

@@ -5,7 +5,8 @@
 // Every call, a replay included, first asks afresh: Core's resume operation (Committed, exactly as
 // offered, its saved evidence confirmed), Core's current registration (exactly the request's, on
 // the acknowledged session), and the restored placement (the current lease, Active, mounted as
-// prepare answered). Only then does the saved attempt decide what happens:
+// prepare answered, and the registration's runtime profile still mapping it at its current
+// endpoint: bootstrap-profile.ts). Only then does the saved attempt decide what happens:
 //
 // - Delivering: the configuration is read from Events, the delivery counted before the Host is
 //   asked, and the Host's receipt checked (its recovery evidence included) and asked about again
@@ -19,6 +20,7 @@
 // Attempts of one resume operation are numbered and issued under the owner lock, one per
 // registration, and a next one only after the previous ended in a state loss. An attempt without
 // an outcome blocks the lifecycle advance of a later resume (actors/resume/service.ts).
+import type { AgentHostConfiguration } from '../../config/agenthost.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import type { Database } from '../../store/db.ts';
@@ -48,6 +50,7 @@ import {
   type ResumeBootstrapOutcome,
   type ResumeBootstrapRequest,
 } from './bootstrap-requests.ts';
+import { checkBootstrapProfile } from './bootstrap-profile.ts';
 import { askCoreForResume } from './core-checks.ts';
 import { ResumeRefusedError, ResumeUnavailableError, refuseResumeOn } from './errors.ts';
 import { observeRestored, restoredBindingOf } from './restored.ts';
@@ -61,6 +64,8 @@ export interface ResumeBootstrapDeps extends AuthorityDeps {
   runtimeEvents?: RuntimeEvents;
   /** Deadline of one Core, Events or Host call (default 30 s). */
   callTimeoutMs?: number;
+  /** The immutable AgentHost configuration the registration's runtime profile must still match. */
+  agentHostProfiles?: AgentHostConfiguration;
 }
 
 export class ResumeBootstrapService {
@@ -115,12 +120,19 @@ export class ResumeBootstrapService {
           ? `registration ${registration.registrationId} is not on the session whose configuration was acknowledged`
           : null,
     );
-    return guard.after(() => this.#placed(this.deps.db, request));
+    return guard.after(() => this.#placed(this.deps.db, request, actor));
   }
 
-  #placed(q: Parameters<typeof observeRestored>[0], request: ResumeBootstrapRequest): Promise<LeaseRow> {
+  /** The restored lease, and the registration's profile still its own (the actor too, when given). */
+  async #placed(
+    q: Parameters<typeof observeRestored>[0],
+    request: ResumeBootstrapRequest,
+    actor?: SuspendActor,
+  ): Promise<LeaseRow> {
     const { operation, restoredWorkspace, manifest } = request;
-    return observeRestored(q, operation, restoredWorkspace, manifest.workspace.dataGeneration);
+    const lease = await observeRestored(q, operation, restoredWorkspace, manifest.workspace.dataGeneration);
+    await checkBootstrapProfile(q, this.deps.agentHostProfiles, request, lease, actor);
+    return lease;
   }
 
   /**

@@ -23,6 +23,8 @@ export const resumeRefusalCodes = [
   'resume-configuration-unavailable',
   'resume-host-mismatch',
   'resume-recovery-evidence-mismatch',
+  'resume-profile-unresolved',
+  'resume-profile-stale',
 ] as const;
 export type ResumeRefusalCode = (typeof resumeRefusalCodes)[number];
 

@@ -1,7 +1,8 @@
 // Resume of a retained Workspace (docs/suspend-resume.md "Resume"): prepare makes the new placement
 // (lifecycle generation advanced once, the same accepted network rules at the next generation, a new
 // Sandbox on the retained volume at its flushed data generation, the mount checked), and verify
-// proves the content (the new Host's tree hash equals the manifest's) and the new network generation.
+// proves the content (the new Host's read-only Workspace resume answers a content proof whose tree
+// hash equals the manifest's) and the new network generation.
 //
 // Both need the private configuration acknowledgment before anything else, keep the original actor,
 // and ask Core to confirm the exact saved operation before relying on it; fresh authority is asked
@@ -165,14 +166,18 @@ export class ResumeService {
     const placed = (q: Queryable) => observeRestored(q, operation, saved, dataGeneration);
     const lease = await guard.after(() => placed(this.deps.db));
 
-    // The new Host's read-only tree hash must be the manifest's.
-    const tree = await guard.after(() =>
-      this.deps.agentHost.treeHash(restoredBindingOf(lease, saved), this.#signal()),
+    // The new Host's read-only Workspace resume: its content proof's tree hash must be the manifest's.
+    const { contentProof } = await guard.after(() =>
+      this.deps.agentHost.workspaceResume(
+        restoredBindingOf(lease, saved),
+        { resumeOperationId: operation.operationId },
+        this.#signal(),
+      ),
     );
-    if (tree.treeHash !== manifest.workspace.treeHash) {
+    if (contentProof.treeHash !== manifest.workspace.treeHash) {
       throw new ResumeRefusedError(
         'resume-tree-hash-mismatch',
-        `the restored Workspace hashes to ${tree.treeHash}; the manifest says ${manifest.workspace.treeHash}`,
+        `the restored Workspace hashes to ${contentProof.treeHash}; the manifest says ${manifest.workspace.treeHash}`,
       );
     }
 
@@ -195,10 +200,10 @@ export class ResumeService {
       operationId: operation.operationId,
       restoredWorkspace: saved,
       contentProof: {
-        treeHash: tree.treeHash,
-        fileCount: tree.fileCount,
-        byteCount: tree.byteCount,
-        computedAt: tree.computedAt,
+        treeHash: contentProof.treeHash,
+        fileCount: contentProof.fileCount,
+        byteCount: contentProof.byteCount,
+        computedAt: contentProof.computedAt,
       },
       networkPolicyGeneration: saved.networkPolicyGeneration,
       verifiedAt: new Date().toISOString(),

@@ -3,8 +3,9 @@
 // (pinned-https.ts). A live probe never throws: its failure is a verdict with a code. A readiness
 // read throws when the Host cannot be asked or answers malformed, because an outage is not a
 // verdict; its answer is parsed strictly here, and compared with the lease elsewhere. The Workspace
-// flush and tree hash are checked here in full (actors/agenthost-flush.ts): a refusal or a receipt
-// that does not match is a verdict, no answer at all is unavailability. The resume activation and
+// flush and the read-only Workspace resume (its content proof) are checked here in full
+// (actors/agenthost-flush.ts): a refusal or an answer that does not match is a verdict, no answer
+// at all is unavailability. The resume activation and
 // session state are judged the same way (actors/agenthost-activation.ts).
 import { z } from 'zod';
 import {
@@ -19,15 +20,16 @@ import {
 } from '../../actors/agenthost-activation.ts';
 import {
   AgentHostFlushRefusedError,
-  AgentHostTreeHashRefusedError,
   AgentHostUnavailableError,
+  AgentHostWorkspaceResumeRefusedError,
   checkFlushReceipt,
-  checkTreeHash,
+  checkWorkspaceResume,
   hostBindingOf,
   hostRefusalSchema,
   type AgentHostFlushReceipt,
-  type AgentHostTreeHash,
+  type AgentHostWorkspaceResume,
   type FlushRequestBody,
+  type WorkspaceResumeRequestBody,
 } from '../../actors/agenthost-flush.ts';
 import type {
   AgentHost,
@@ -37,6 +39,7 @@ import type {
   AgentHostReadiness,
   AgentHostTarget,
   AgentHostWorkspaceBinding,
+  AgentHostWorkspaceResumeRequest,
   LiveProbeResult,
 } from '../../actors/ports.ts';
 import { PinnedHttpsError, pinnedGet, type PinnedResponse } from './pinned-https.ts';
@@ -44,7 +47,7 @@ import { PinnedHttpsError, pinnedGet, type PinnedResponse } from './pinned-https
 export const LIVE_PATH = '/health/live';
 export const READINESS_PATH = '/runtime/v1/readiness';
 export const FLUSH_PATH = '/runtime/v1/workspace/flush';
-export const TREE_HASH_PATH = '/runtime/v1/workspace/tree-hash';
+export const WORKSPACE_RESUME_PATH = '/runtime/v1/workspace/resume';
 export const ACTIVATE_PATH = '/runtime/v1/resume/activate';
 export const SESSION_STATE_PATH = '/runtime/v1/session/state';
 
@@ -72,6 +75,8 @@ const configured = z.strictObject({
   workspaceMountPath: z.string().startsWith('/'),
   networkPolicyGeneration: z.number().int().nonnegative(),
   configuredAt: z.iso.datetime({ offset: true }),
+  /** The runtime profile the Host was configured through, when it names one. */
+  profileId: z.string().min(1).max(256).optional(),
 });
 const readinessAnswer = z.discriminatedUnion('configured', [notConfigured, configured]);
 
@@ -146,13 +151,25 @@ export class HttpsAgentHost implements AgentHost {
     return checkFlushReceipt(binding, request, answer);
   }
 
-  /** `GET /runtime/v1/workspace/tree-hash`: read-only, judged like `flush`. */
-  async treeHash(binding: AgentHostWorkspaceBinding, signal: AbortSignal): Promise<AgentHostTreeHash> {
-    const response = await this.#ask(binding, TREE_HASH_PATH, signal);
+  /**
+   * `POST /runtime/v1/workspace/resume` with the exact binding and resume operation: read-only on the
+   * Host, judged like `flush`. A 200 answer must be the content proof for exactly that binding and
+   * resume (checkWorkspaceResume).
+   */
+  async workspaceResume(
+    binding: AgentHostWorkspaceBinding,
+    request: AgentHostWorkspaceResumeRequest,
+    signal: AbortSignal,
+  ): Promise<AgentHostWorkspaceResume> {
+    const body: WorkspaceResumeRequestBody = {
+      binding: hostBindingOf(binding),
+      resumeOperationId: request.resumeOperationId,
+    };
+    const response = await this.#ask(binding, WORKSPACE_RESUME_PATH, signal, body);
     const answer = judgeWorkspaceAnswer(response, hostRefusalSchema, (reason, message) => {
-      throw new AgentHostTreeHashRefusedError(reason, message);
+      throw new AgentHostWorkspaceResumeRefusedError(reason, message);
     });
-    return checkTreeHash(binding, answer);
+    return checkWorkspaceResume(binding, request, answer);
   }
 
   /**

@@ -27,7 +27,8 @@ const problems = {
     'A refusal: suspend-operation-not-current, suspend-operation-state, resume-operation-changed, ' +
       'resume-not-confirmed, resume-source-mismatch, resume-flush-evidence-mismatch, ' +
       'resume-lifecycle-moved, resume-network-refused, resume-placement-mismatch, ' +
-      'resume-mount-mismatch, resume-tree-hash-mismatch (and the provision problems of the new lease); ' +
+      'resume-mount-mismatch, resume-tree-hash-mismatch, agenthost-workspace-resume-refused ' +
+      '(and the provision problems of the new lease); ' +
       'bootstrap: resume-registration-mismatch, resume-attempt-unknown, resume-attempt-unresolved, ' +
       'resume-attempt-not-replaceable, resume-attempt-refused, resume-configuration-unavailable, ' +
       'resume-host-mismatch, resume-recovery-evidence-mismatch',
@@ -85,7 +86,8 @@ const routes = {
   verify: createRoute({
     method: 'post',
     path: '/internal/runtime/resume/verify',
-    summary: "Verify the restored Workspace: the new Host's tree hash equals the manifest's",
+    summary:
+      "Verify the restored Workspace: the tree hash of the new Host's read-only Workspace resume equals the manifest's",
     security: [{ bearer: [] }],
     request: { body: body(resumeVerifyRequestSchema.meta({ id: 'RuntimeWorkspaceResumeVerifyRequest' })) },
     responses: {

@@ -1,7 +1,8 @@
-// The AgentHost Workspace contract (flush and tree hash): one suite, run against every
-// implementation of the port. Each case takes a fresh started lease whose Host keeps a real
-// Workspace tree on disk, writes files into it, and asks through the port only; the tree hash is
-// checked against an independent reading of the directory written out here from the definition.
+// The AgentHost Workspace contract (flush and the read-only Workspace resume): one suite, run
+// against every implementation of the port. Each case takes a fresh started lease whose Host keeps
+// a real Workspace tree on disk, writes files into it, and asks through the port only; the tree hash
+// (in a flush receipt and in a resume's content proof) is checked against an independent reading of
+// the directory written out here from the definition.
 import { createHash, randomBytes } from 'node:crypto';
 import {
   chmodSync,
@@ -17,8 +18,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
 import {
   AgentHostFlushRefusedError,
-  AgentHostTreeHashRefusedError,
   AgentHostUnavailableError,
+  AgentHostWorkspaceResumeRefusedError,
 } from '../../actors/agenthost-flush.ts';
 import type { AgentHost, AgentHostFlushRequest, AgentHostWorkspaceBinding } from '../../actors/ports.ts';
 import type { Queryable } from '../../store/db.ts';
@@ -243,30 +244,34 @@ export function defineAgentHostWorkspaceContract(
       expect(next.flush.nextDataGeneration).toBe(5);
     });
 
-    it('6. the tree hash is read-only: two reads agree with the disk and no flush is recorded', async () => {
+    const resume = { resumeOperationId: 'op-resume-1' };
+
+    it('6. the Workspace resume is read-only: two reads agree with the disk and no flush is recorded', async () => {
       const { binding, dir } = await workspace();
-      const first = await s().host.treeHash(binding, signal());
-      const second = await s().host.treeHash(binding, signal());
-      expect(first).toMatchObject(independentTreeHash(dir));
-      expect(second.treeHash).toBe(first.treeHash);
-      expect(first.fileCount).toBe(3);
+      const first = await s().host.workspaceResume(binding, resume, signal());
+      const second = await s().host.workspaceResume(binding, resume, signal());
+      expect(first.resumeOperationId).toBe(resume.resumeOperationId);
+      expect(first.binding.workspaceVolumeId).toBe(binding.workspaceVolumeId);
+      expect(first.contentProof).toMatchObject(independentTreeHash(dir));
+      expect(second.contentProof.treeHash).toBe(first.contentProof.treeHash);
+      expect(first.contentProof.fileCount).toBe(3);
       expect(await flushCount(s().db, binding.operationId)).toBe(0);
     });
 
-    it('7. after a flush the tree hash reads the receipt hash at the next data generation', async () => {
+    it('7. after a flush the Workspace resume proves the receipt hash at the next data generation', async () => {
       const { binding } = await workspace();
       const receipt = await s().host.flush(binding, request(), signal());
-      const after = await s().host.treeHash({ ...binding, dataGeneration: 4 }, signal());
-      expect(after.treeHash).toBe(receipt.flush.treeHash);
-      const stale = await rejection(s().host.treeHash(binding, signal()));
-      expect(stale).toBeInstanceOf(AgentHostTreeHashRefusedError);
-      expect(stale).toMatchObject({ code: 'agenthost-tree-hash-refused', reason: 'receipt-mismatch' });
+      const after = await s().host.workspaceResume({ ...binding, dataGeneration: 4 }, resume, signal());
+      expect(after.contentProof.treeHash).toBe(receipt.flush.treeHash);
+      const stale = await rejection(s().host.workspaceResume(binding, resume, signal()));
+      expect(stale).toBeInstanceOf(AgentHostWorkspaceResumeRefusedError);
+      expect(stale).toMatchObject({ code: 'agenthost-workspace-resume-refused', reason: 'binding-mismatch' });
     });
 
-    it('8. a symbolic link in the Workspace refuses both the flush and the tree hash', async () => {
+    it('8. a symbolic link in the Workspace refuses both the flush and the Workspace resume', async () => {
       const { binding, dir } = await workspace();
       symlinkSync('/etc/hostname', join(dir, 'src/link'));
-      expect(await rejection(s().host.treeHash(binding, signal()))).toMatchObject({
+      expect(await rejection(s().host.workspaceResume(binding, resume, signal()))).toMatchObject({
         reason: 'workspace-refused',
       });
       expect(await rejection(s().host.flush(binding, request(), signal()))).toMatchObject({
@@ -326,7 +331,7 @@ export function defineAgentHostWorkspaceContract(
       const error = await rejection(s().host.flush(s().unreachable(binding), request(), signal()));
       expect(error).toBeInstanceOf(AgentHostUnavailableError);
       expect(error).toMatchObject({ code: 'agenthost-unavailable' });
-      const read = await rejection(s().host.treeHash(s().unreachable(binding), signal()));
+      const read = await rejection(s().host.workspaceResume(s().unreachable(binding), resume, signal()));
       expect(read).toBeInstanceOf(AgentHostUnavailableError);
     });
 
@@ -339,15 +344,30 @@ export function defineAgentHostWorkspaceContract(
       expect(Date.now() - started).toBeLessThan(3_000);
     });
 
-    it('13. a tree hash answer for another binding is refused', async () => {
+    it.each<[string, (answer: Record<string, unknown>) => unknown, string]>([
+      [
+        'another binding',
+        (a) => ({ ...a, binding: { ...(a['binding'] as object), podUid: 'pod-x' } }),
+        'receipt-mismatch',
+      ],
+      ['another resume operation', (a) => ({ ...a, resumeOperationId: 'op-resume-2' }), 'receipt-mismatch'],
+      ['no content proof', ({ contentProof: _proof, ...rest }) => rest, 'receipt-malformed'],
+      [
+        'a tree hash that is not a digest',
+        (a) => ({ ...a, contentProof: { ...(a['contentProof'] as object), treeHash: 'abc' } }),
+        'receipt-malformed',
+      ],
+      [
+        'a bare tree hash answer',
+        (a) => ({ binding: a['binding'], treeHash: 'a'.repeat(64) }),
+        'receipt-malformed',
+      ],
+    ])('13. a Workspace resume answer with %s is refused', async (_case, change, reason) => {
       const { binding } = await workspace();
-      s().embedded.tamperNextAnswer((a) => ({
-        ...a,
-        binding: { ...(a['binding'] as object), podUid: 'pod-x' },
-      }));
-      expect(await rejection(s().host.treeHash(binding, signal()))).toMatchObject({
-        code: 'agenthost-tree-hash-refused',
-        reason: 'receipt-mismatch',
+      s().embedded.tamperNextAnswer(change);
+      expect(await rejection(s().host.workspaceResume(binding, resume, signal()))).toMatchObject({
+        code: 'agenthost-workspace-resume-refused',
+        reason,
       });
     });
   });

@@ -276,6 +276,12 @@ describe('readiness', () => {
     expect(seen[0]?.headers['authorization']).toBeUndefined();
   });
 
+  it('parses a configured answer naming the runtime profile the Host was configured through', async () => {
+    const through = { ...configured, profileId: `rp_${'a'.repeat(52)}` };
+    podA.handler = answer(through);
+    expect(await host.readiness(target(), signal())).toEqual(through);
+  });
+
   it('parses a not-configured answer', async () => {
     podA.handler = answer({ configured: false, reason: 'awaiting configuration' });
     expect(await host.readiness(target(), signal())).toEqual({
@@ -291,6 +297,7 @@ describe('readiness', () => {
     ['no configured flag', { reason: 'x' }],
     ['a relative mount path', { ...configured, workspaceMountPath: 'workspace' }],
     ['a configuredAt that is not an instant', { ...configured, configuredAt: 'yesterday' }],
+    ['an empty profile ID', { ...configured, profileId: '' }],
   ])('throws on a malformed answer: %s', async (_case, body) => {
     podA.handler = answer(body);
     await expect(host.readiness(target(), signal())).rejects.toBeInstanceOf(AgentHostUnavailableError);

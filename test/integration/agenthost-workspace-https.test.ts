@@ -1,6 +1,7 @@
 // The HTTPS AgentHost client's Workspace calls on the wire, against a stand-in Host Pod on 127.0.0.4
 // with certificates made at test start: a flush is one POST of exactly the binding and flush
-// identity over a fresh connection, without credentials; the tree hash is one GET. Only a 200
+// identity over a fresh connection, without credentials; the read-only Workspace resume is one POST
+// of the binding and resume operation, answered with a content proof. Only a 200
 // receipt or a 409 refusal the Host may give is a verdict; any other status, a redirect, an
 // oversized body, a certificate for another name or a target without an endpoint leaves the
 // outcome unknown (AgentHostUnavailableError).
@@ -172,15 +173,43 @@ describe('the Workspace flush over HTTPS', () => {
   });
 });
 
-describe('the Workspace tree hash over HTTPS', () => {
-  it('is one GET with no body, checked against the binding', async () => {
-    const answer = { binding: wireBinding, treeHash: HASH, fileCount: 1, byteCount: 5, computedAt: now };
+describe('the Workspace resume over HTTPS', () => {
+  it('is one POST of exactly the binding and resume operation, its content proof checked', async () => {
+    const contentProof = { treeHash: HASH, fileCount: 1, byteCount: 5, computedAt: now };
+    const answer = { binding: wireBinding, resumeOperationId: 'op-resume-1', contentProof };
     pod.handler = answering(200, answer);
-    expect(await host.treeHash(binding(), signal())).toEqual(answer);
-    expect(seen[0]).toMatchObject({ method: 'GET', path: '/runtime/v1/workspace/tree-hash', body: '' });
-    expect(await rejection(host.treeHash(binding({ dataGeneration: 4 }), signal()))).toMatchObject({
-      code: 'agenthost-tree-hash-refused',
+    const asked = { resumeOperationId: 'op-resume-1' };
+    expect(await host.workspaceResume(binding(), asked, signal())).toEqual(answer);
+    expect(seen[0]).toMatchObject({ method: 'POST', path: '/runtime/v1/workspace/resume' });
+    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({ binding: wireBinding, ...asked });
+    expect(seen[0]?.headers['authorization']).toBeUndefined();
+    expect(
+      await rejection(host.workspaceResume(binding({ dataGeneration: 4 }), asked, signal())),
+    ).toMatchObject({
+      code: 'agenthost-workspace-resume-refused',
       reason: 'receipt-mismatch',
     });
+    pod.handler = answering(409, { refused: 'binding-mismatch', message: 'another binding' });
+    expect(await rejection(host.workspaceResume(binding(), asked, signal()))).toMatchObject({
+      code: 'agenthost-workspace-resume-refused',
+      reason: 'binding-mismatch',
+    });
+  });
+
+  it('asks no tree-hash route: a Host serving only the old GET is unavailable', async () => {
+    pod.handler = (req, res) => {
+      seen.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: '' });
+      res.writeHead(req.url === '/runtime/v1/workspace/resume' ? 404 : 200, {
+        'content-type': 'application/json',
+      });
+      res.end(
+        JSON.stringify({ binding: wireBinding, treeHash: HASH, fileCount: 1, byteCount: 5, computedAt: now }),
+      );
+    };
+    const error = await rejection(
+      host.workspaceResume(binding(), { resumeOperationId: 'op-resume-1' }, signal()),
+    );
+    expect(error).toBeInstanceOf(AgentHostUnavailableError);
+    expect(seen.map((r) => r.path)).toEqual(['/runtime/v1/workspace/resume']);
   });
 });

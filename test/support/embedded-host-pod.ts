@@ -13,14 +13,18 @@ import {
 } from '../../actors/agenthost-activation.ts';
 import { EmbeddedAgentHost, type HostAnswer } from '../../actors/agenthost-embedded.ts';
 import type { ActivationHostAnswer } from '../../actors/agenthost-embedded-activation.ts';
-import { AgentHostUnavailableError, flushRequestBodySchema } from '../../actors/agenthost-flush.ts';
+import {
+  AgentHostUnavailableError,
+  flushRequestBodySchema,
+  workspaceResumeRequestBodySchema,
+} from '../../actors/agenthost-flush.ts';
 import type { AgentHostWorkspaceBinding } from '../../actors/ports.ts';
 import {
   ACTIVATE_PATH,
   FLUSH_PATH,
   HttpsAgentHost,
   SESSION_STATE_PATH,
-  TREE_HASH_PATH,
+  WORKSPACE_RESUME_PATH,
 } from '../../http/clients/agenthost-client.ts';
 import { migrate } from '../../store/migrate.ts';
 import type { AgentHostWorkspaceSubject } from '../contract/agenthost-workspace-cases.ts';
@@ -57,7 +61,7 @@ export async function openEmbeddedHost(backend: BackendName): Promise<AgentHostW
   };
 }
 
-/** A Host Pod serving one lease from the embedded Host: flush, tree hash, activation, session state. */
+/** A Host Pod serving one lease from the embedded Host: flush, Workspace resume, activation, session state. */
 export function embeddedHostHandler(embedded: EmbeddedAgentHost, serving: () => string): Handler {
   return (req, res) => {
     // The stand-in gives up on a call when its client hangs up, as a stalled Host would be cut off.
@@ -68,10 +72,14 @@ export function embeddedHostHandler(embedded: EmbeddedAgentHost, serving: () => 
     req.on('end', () => {
       const body = (): unknown => JSON.parse(Buffer.concat(chunks).toString('utf8'));
       const answer = (async (): Promise<ActivationHostAnswer | HostAnswer | null> => {
-        if (req.method === 'GET' && req.url === TREE_HASH_PATH) {
-          return embedded.hostTreeHash(serving(), gone.signal);
-        }
         if (req.method !== 'POST') return null;
+        if (req.url === WORKSPACE_RESUME_PATH) {
+          return embedded.hostWorkspaceResume(
+            serving(),
+            workspaceResumeRequestBodySchema.parse(body()),
+            gone.signal,
+          );
+        }
         if (req.url === FLUSH_PATH) {
           return embedded.hostFlush(serving(), flushRequestBodySchema.parse(body()), gone.signal);
         }

@@ -199,6 +199,7 @@ export async function coreStartsRuntime(
   s: Suspended,
   restoredWorkspace: RestoredWorkspace,
   generation = 2,
+  profileId = 'profile-1',
 ): Promise<Record<string, unknown>> {
   const ref = stepRefOf(s.sandbox);
   const core = new EmbeddedRuntimeCore(h.db);
@@ -216,7 +217,7 @@ export async function coreStartsRuntime(
   }
   const registration = {
     registrationId: `reg-${s.sandbox.run}-g${generation}`,
-    profileId: 'profile-1',
+    profileId,
     sessionId: 'session-1',
     generation,
   };
