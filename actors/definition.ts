@@ -3,11 +3,13 @@
 // carries. The Environment is the production definition; tests plug in others.
 import type { AnyMachineSnapshot, AnyStateMachine } from 'xstate';
 import type { Queryable } from '../store/db.ts';
-import type { EnvironmentRow } from '../store/environments.ts';
+import type { EnvironmentRow, ListingProjection } from '../store/environments.ts';
 
 export interface Projection {
   lifecycleState: string;
   lifecycleGeneration: number;
+  /** What an operator's list filters on; a machine without one lists with none. */
+  listing?: ListingProjection;
 }
 
 /** Fences an event carries, compared with the stored row before the machine sees the event. */

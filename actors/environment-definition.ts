@@ -43,9 +43,21 @@ export const environmentDefinition: ActorDefinition<EnvironmentEvent> = {
     },
   },
   project(snapshot: AnyMachineSnapshot) {
-    const value = snapshot.value as { lifecycle: string };
+    const value = snapshot.value as { lifecycle: string; sandbox: string };
     const context = snapshot.context as EnvironmentContext;
-    return { lifecycleState: value.lifecycle, lifecycleGeneration: context.lifecycleGeneration };
+    const lease = context.sandbox.lease;
+    return {
+      lifecycleState: value.lifecycle,
+      lifecycleGeneration: context.lifecycleGeneration,
+      listing: {
+        sandboxState: value.sandbox,
+        leaseExpiresAt: lease?.expiresAt ?? null,
+        // What keeps a release from going ahead: the lifecycle service's ReleaseBlockedError.
+        unresolvedAttempts:
+          Object.keys(context.sandbox.unresolved).length + (lease?.reconcileAttemptId == null ? 0 : 1),
+        openCleanups: Object.keys(context.cleanups).length,
+      },
+    };
   },
   applyActions: applyEnvironmentActions,
   fences(event) {

@@ -259,3 +259,12 @@ export class PlacementRefusedError extends ActorError {
     super(code, message);
   }
 }
+
+/** A list cursor that is not one this server gave for the same scope and filters. */
+export class InvalidCursorError extends ActorError {
+  override readonly status = 400;
+  override readonly title = 'Invalid cursor';
+  constructor(reason: string) {
+    super('invalid-cursor', `the cursor ${reason}: ask for the first page again without it`);
+  }
+}

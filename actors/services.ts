@@ -7,6 +7,7 @@ import type { SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
 import { BuildTestService, type BuildTestOffer } from './build-test/service.ts';
 import { environmentDefinition } from './environment-definition.ts';
+import { EnvironmentList } from './environment-list.ts';
 import { JournalService } from './journal.ts';
 import { LifecycleService } from './lifecycle.ts';
 import { EmbeddedAgentHost } from './agenthost-embedded.ts';
@@ -37,6 +38,7 @@ export type EnvironmentRuntime = ActorRuntime<EnvironmentEvent>;
 
 export interface Services {
   lifecycle: LifecycleService;
+  environments: EnvironmentList;
   sandbox: SandboxService;
   placement: PlacementService;
   runtimeProfiles: RuntimeProfileService;
@@ -89,6 +91,7 @@ export function createServices(deps: {
   const sandbox = new SandboxService({ ...deps, agentHost, changes });
   return {
     lifecycle: new LifecycleService({ ...deps, changes }),
+    environments: new EnvironmentList(deps),
     sandbox,
     placement,
     runtimeProfiles: new RuntimeProfileService({

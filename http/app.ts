@@ -121,7 +121,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // After the token, before anything validates: a query parameter the route does not declare is 400.
   const query = strictQuery(app);
   for (const path of ['/api/*', '/internal/runtime/*']) app.use(path, query);
-  app.route('/', environmentRoutes(deps.services.lifecycle));
+  app.route('/', environmentRoutes(deps.services.lifecycle, deps.services.environments));
   app.route('/', sandboxRoutes(deps.services.sandbox, deps.services.workspaces));
   app.route('/', placementRoutes(deps.services.placement));
   app.route('/', runtimeProfileRoutes(deps.services.runtimeProfiles));

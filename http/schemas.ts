@@ -1,8 +1,9 @@
 import { z } from '@hono/zod-openapi';
+import { defaultListLimit, maxListLimit } from '../actors/environment-list.ts';
 import { maxWaitMs } from '../actors/wait.ts';
 import { MAX_INT32 } from '../lib/limits.ts';
 import { identifierSchema, idempotencyKeySchema } from '../machines/environment-events.ts';
-import { lifecycleStates } from '../machines/environment-context.ts';
+import { lifecycleStates, sandboxStates } from '../machines/environment-context.ts';
 
 export const problemSchema = z
   .object({
@@ -27,6 +28,10 @@ export const commonProblems = {
 } as const;
 
 export { problem };
+
+export const projectOnlyParams = z.object({
+  projectId: identifierSchema.meta({ param: { name: 'projectId', in: 'path' }, example: 'checkout' }),
+});
 
 export const projectParams = z.object({
   projectId: identifierSchema.meta({ param: { name: 'projectId', in: 'path' }, example: 'checkout' }),
@@ -117,3 +122,82 @@ export function waitOptionsOf(query: { wait?: number | undefined; after?: number
   if (query.wait === undefined) return undefined;
   return query.after === undefined ? { waitMs: query.wait } : { waitMs: query.wait, after: query.after };
 }
+
+const booleanQuery = (name: string, description: string) =>
+  z
+    .enum(['true', 'false'], { message: 'is not true or false' })
+    .transform((text) => text === 'true')
+    .optional()
+    .openapi({ param: { name, in: 'query' }, description, type: 'boolean' });
+
+/** Filters and paging of an Environment list. */
+export const listQuery = z.object({
+  lifecycleState: z
+    .enum(lifecycleStates)
+    .optional()
+    .openapi({ param: { name: 'lifecycleState', in: 'query' }, description: 'Only this lifecycle state' }),
+  sandboxState: z
+    .enum(sandboxStates)
+    .optional()
+    .openapi({
+      param: { name: 'sandboxState', in: 'query' },
+      description: "Only this state of the sandbox region (its current or last lease's state, or NoLease)",
+    }),
+  hasUnresolvedAttempts: booleanQuery(
+    'hasUnresolvedAttempts',
+    'Only Environments with (true) or without (false) unresolved provision or release attempts or an open reconciliation',
+  ),
+  hasPendingCleanups: booleanQuery(
+    'hasPendingCleanups',
+    'Only Environments with (true) or without (false) open late-resource cleanups',
+  ),
+  updatedSince: z.iso
+    .datetime({ offset: true, message: 'is not an RFC 3339 date-time' })
+    .transform((text) => new Date(text))
+    .optional()
+    .openapi({
+      param: { name: 'updatedSince', in: 'query' },
+      description: 'Only Environments changed at or after this instant',
+      example: '2026-12-01T00:00:00Z',
+    }),
+  limit: decimalInteger(1, maxListLimit)
+    .optional()
+    .openapi({
+      param: { name: 'limit', in: 'query' },
+      description: `Page size (default ${defaultListLimit}, at most ${maxListLimit})`,
+      example: defaultListLimit,
+    }),
+  cursor: z
+    .string()
+    .min(1)
+    .max(512)
+    .regex(/^[A-Za-z0-9_-]+$/, 'is not a cursor this server gave')
+    .optional()
+    .openapi({ param: { name: 'cursor', in: 'query' }, description: "The previous page's nextCursor" }),
+});
+
+export const environmentSummarySchema = z
+  .object({
+    environmentId: z.string(),
+    projectId: z.string(),
+    runId: z.string(),
+    idempotencyKey: z.string(),
+    lifecycleGeneration: z.number().int(),
+    state: z.enum(lifecycleStates),
+    sandboxState: z.enum(sandboxStates).nullable(),
+    leaseExpiresAt: z.string().nullable(),
+    unresolvedAttempts: z.number().int(),
+    pendingCleanups: z.number().int(),
+    quarantined: z.boolean(),
+    revision: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('EnvironmentSummary');
+
+export const environmentPageSchema = z
+  .object({
+    environments: z.array(environmentSummarySchema),
+    nextCursor: z.string().nullable(),
+  })
+  .openapi('EnvironmentPage');

@@ -12,8 +12,16 @@ import type {
 export type LifecycleState = 'Registered' | 'Releasing' | 'Released';
 export const lifecycleStates: readonly LifecycleState[] = ['Registered', 'Releasing', 'Released'];
 
-export type SandboxState =
-  'NoLease' | 'Provisioning' | 'Active' | 'Releasing' | 'ReconciliationRequired' | 'Released' | 'Failed';
+export const sandboxStates = [
+  'NoLease',
+  'Provisioning',
+  'Active',
+  'Releasing',
+  'ReconciliationRequired',
+  'Released',
+  'Failed',
+] as const;
+export type SandboxState = (typeof sandboxStates)[number];
 
 /**
  * One current lease per Environment: these are the states of a current lease. The partial unique

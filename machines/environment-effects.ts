@@ -12,7 +12,13 @@ import {
   type EnvironmentEvent,
   type ResourceSummary,
 } from './environment-events.ts';
-import type { CleanupItem, LeaseContext, OwnerFence, SandboxState } from './environment-context.ts';
+import {
+  sandboxStates,
+  type CleanupItem,
+  type LeaseContext,
+  type OwnerFence,
+  type SandboxState,
+} from './environment-context.ts';
 
 const generation = generationSchema;
 
@@ -79,16 +85,6 @@ export const providerEffectSchema = z.strictObject({
   request: attemptRequestSchema,
 });
 export type ProviderEffect = z.infer<typeof providerEffectSchema>;
-
-const sandboxStates = [
-  'NoLease',
-  'Provisioning',
-  'Active',
-  'Releasing',
-  'ReconciliationRequired',
-  'Released',
-  'Failed',
-] as const satisfies readonly SandboxState[];
 
 const failureSchema = z.object({ code: z.string(), message: z.string() });
 

@@ -26,6 +26,21 @@ export interface EnvironmentRow {
   updatedAt: Date;
 }
 
+/** What an operator's list filters on (migration 0031), written with every snapshot. */
+export interface ListingProjection {
+  sandboxState: string | null;
+  leaseExpiresAt: string | null;
+  unresolvedAttempts: number;
+  openCleanups: number;
+}
+
+const noListing: ListingProjection = {
+  sandboxState: null,
+  leaseExpiresAt: null,
+  unresolvedAttempts: 0,
+  openCleanups: 0,
+};
+
 const columns = `environment_id AS "environmentId", tenant_id AS "tenantId", project_id AS "projectId",
   run_id AS "runId", idempotency_key AS "idempotencyKey", run_selection_hash AS "runSelectionHash",
   machine_version AS "machineVersion", snapshot, revision::int AS revision,
@@ -70,6 +85,7 @@ export interface NewEnvironment {
   snapshot: unknown;
   lifecycleState: string;
   lifecycleGeneration: number;
+  listing?: ListingProjection;
   createdBy: string;
 }
 
@@ -77,8 +93,9 @@ export interface NewEnvironment {
 export async function insertEnvironment(tx: Queryable, env: NewEnvironment): Promise<EnvironmentRow | null> {
   const { rows } = await tx.query<EnvironmentRow>(
     `INSERT INTO environments (environment_id, tenant_id, project_id, run_id, idempotency_key,
-       run_selection_hash, machine_version, snapshot, revision, lifecycle_state, lifecycle_generation, created_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10, $11)
+       run_selection_hash, machine_version, snapshot, revision, lifecycle_state, lifecycle_generation, created_by,
+       sandbox_state, lease_expires_at, unresolved_attempts, open_cleanups)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT DO NOTHING
      RETURNING ${columns}`,
     [
@@ -93,6 +110,7 @@ export async function insertEnvironment(tx: Queryable, env: NewEnvironment): Pro
       env.lifecycleState,
       env.lifecycleGeneration,
       env.createdBy,
+      ...listingValues(env.listing),
     ],
   );
   return rows[0] ?? null;
@@ -105,6 +123,11 @@ export interface SnapshotUpdate {
   snapshot: unknown;
   lifecycleState: string;
   lifecycleGeneration: number;
+  listing?: ListingProjection;
+}
+
+function listingValues(listing: ListingProjection = noListing) {
+  return [listing.sandboxState, listing.leaseExpiresAt, listing.unresolvedAttempts, listing.openCleanups];
 }
 
 /** Compare-and-swap on revision; returns null when another writer got there first. */
@@ -115,6 +138,7 @@ export async function updateEnvironmentSnapshot(
   const { rows } = await tx.query<EnvironmentRow>(
     `UPDATE environments
         SET snapshot = $3, machine_version = $4, lifecycle_state = $5, lifecycle_generation = $6,
+            sandbox_state = $7, lease_expires_at = $8, unresolved_attempts = $9, open_cleanups = $10,
             revision = revision + 1, updated_at = now()
       WHERE environment_id = $1 AND revision = $2
       RETURNING ${columns}`,
@@ -125,6 +149,7 @@ export async function updateEnvironmentSnapshot(
       update.machineVersion,
       update.lifecycleState,
       update.lifecycleGeneration,
+      ...listingValues(update.listing),
     ],
   );
   return rows[0] ?? null;
@@ -158,7 +183,9 @@ const commitStatement = prepared(
   `WITH updated AS (
      UPDATE environments
         SET snapshot = $3::jsonb, machine_version = $4::int, lifecycle_state = $5::text,
-            lifecycle_generation = $6::int, revision = revision + 1, updated_at = now()
+            lifecycle_generation = $6::int, sandbox_state = $14::text, lease_expires_at = $15::timestamptz,
+            unresolved_attempts = $16::int, open_cleanups = $17::int, revision = revision + 1,
+            updated_at = now()
       WHERE environment_id = $1::text AND revision = $2::bigint
       RETURNING *
    ), journal AS (
@@ -204,6 +231,7 @@ export async function commitRevision(
     journal.actor,
     journal.source,
     JSON.stringify(effects.map((e) => ({ kind: e.kind, payload: e.payload, attemptId: e.attemptId }))),
+    ...listingValues(update.listing),
   ]);
   const found = rows[0];
   if (found === undefined) return null;

@@ -1,14 +1,19 @@
 // Environment lifecycle routes. Handlers translate HTTP to the lifecycle service and back; they
 // never touch rows themselves. Tenant and actor come only from the verified token.
 import { OpenAPIHono, createRoute } from '@hono/zod-openapi';
+import type { EnvironmentList } from '../../actors/environment-list.ts';
+import { RunBindingError } from '../../actors/errors.ts';
 import type { LifecycleService } from '../../actors/lifecycle.ts';
 import type { AppEnv } from '../context.ts';
 import {
   commonProblems,
+  environmentPageSchema,
   environmentParams,
   json,
+  listQuery,
   lifecycleSchema,
   problem,
+  projectOnlyParams,
   projectParams,
   registerBody,
   releaseBody,
@@ -68,8 +73,48 @@ const lifecycle = createRoute({
   },
 });
 
-export function environmentRoutes(service: LifecycleService): OpenAPIHono<AppEnv> {
+const listResponses = {
+  200: json(environmentPageSchema, 'One page, newest first; nextCursor is null on the last page'),
+  ...commonProblems,
+  400: problem('A filter or the page size is malformed, or the cursor is not one given for this query'),
+};
+
+const listProject = createRoute({
+  method: 'get',
+  path: '/api/projects/{projectId}/environments',
+  summary: "List the project's Environments (filters, cursor pages)",
+  security,
+  request: { params: projectOnlyParams, query: listQuery },
+  responses: listResponses,
+});
+
+const listRun = createRoute({
+  method: 'get',
+  path: base,
+  summary: "List the run's Environments (filters, cursor pages)",
+  security,
+  request: { params: projectParams, query: listQuery },
+  responses: listResponses,
+});
+
+export function environmentRoutes(service: LifecycleService, list: EnvironmentList): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
+
+  app.openapi(listProject, async (c) => {
+    // A run-bound token sees its own run only; the project's list would show the other runs.
+    if (c.var.principal.runBinding !== undefined) {
+      throw new RunBindingError('a run-bound token lists only its own run (…/runs/{runId}/environments)');
+    }
+    const page = await list.list(c.var.principal, { ...c.req.valid('param'), ...c.req.valid('query') });
+    c.header('cache-control', 'no-store');
+    return c.json(page, 200);
+  });
+
+  app.openapi(listRun, async (c) => {
+    const page = await list.list(c.var.principal, { ...c.req.valid('param'), ...c.req.valid('query') });
+    c.header('cache-control', 'no-store');
+    return c.json(page, 200);
+  });
 
   app.openapi(register, async (c) => {
     const params = c.req.valid('param');

@@ -76,6 +76,13 @@ const routes: Route[] = [
   },
   { name: 'lifecycle', method: 'GET', path: (s) => `${s.base}/lifecycle`, needs: ['ReadProjects'] },
   {
+    name: 'list project',
+    method: 'GET',
+    path: () => '/api/projects/checkout/environments',
+    needs: ['ReadProjects'],
+  },
+  { name: 'list run', method: 'GET', path: () => envs, needs: ['ReadProjects'] },
+  {
     name: 'create volume',
     method: 'POST',
     path: (s) => `${s.base}/workspace-volumes`,
@@ -604,7 +611,10 @@ describe.each(['embedded', 'production'] as const)('auth matrix (%s mode)', (nam
 
   it("answers another tenant's Environment with 404 on every route, and changes nothing", async () => {
     const deviations: string[] = [];
-    for (const route of routes.filter((r) => r.name !== 'register')) {
+    // A list names no Environment: another tenant's caller lists its own (none), as
+    // test/integration/environment-list.test.ts shows.
+    const lists = ['register', 'list project', 'list run'];
+    for (const route of routes.filter((r) => !lists.includes(r.name))) {
       const before = await tables(m.h.db);
       const res = await send(route, await tokenFor(route, 'globex', 'carol'));
       if (res.status !== 404) deviations.push(`${route.name}: ${res.status}`);
@@ -699,7 +709,14 @@ describe.each(['embedded', 'production'] as const)('auth matrix (%s mode)', (nam
   it('answers a token bound to this run as an unbound one', async () => {
     const unbound = await m.token('acme', 'alice');
     const bound = await m.token('acme', 'alice', thisRun);
-    const reads = routes.filter((r) => r.method === 'GET' && r.bound === undefined);
+    // The project's list would show other runs: a bound token lists its own run only.
+    const reads = routes.filter(
+      (r) => r.method === 'GET' && r.bound === undefined && r.name !== 'list project',
+    );
+    const projectList = routes.find((r) => r.name === 'list project')!;
+    const refused = await send(projectList, bound);
+    expect(refused.status).toBe(403);
+    expect(problemType(await refused.text())).toBe('urn:sandlot:problem:run-binding-required');
     const statuses = async (token: string) => {
       const seen: string[] = [];
       for (const r of reads) seen.push(`${r.name}: ${(await send(r, token)).status}`);

@@ -112,6 +112,12 @@ const routes: Route[] = [
     body: () => ({ expectedLifecycleGeneration: 1, idempotencyKey: 'fuzz-release' }),
   },
   { name: 'lifecycle', method: 'GET', path: (p) => `${base(p)}/lifecycle` },
+  { name: 'list project', method: 'GET', path: (p) => `/api/projects/${p['projectId']}/environments` },
+  {
+    name: 'list run',
+    method: 'GET',
+    path: (p) => `/api/projects/${p['projectId']}/runs/${p['runId']}/environments`,
+  },
   {
     name: 'create volume',
     method: 'POST',
@@ -311,11 +317,35 @@ describe('fuzzed routes', () => {
   it.each([
     ['inspect', 'networkPolicyGeneration', ''],
     ['lifecycle', 'after', 'wait=1ms&'],
+    ['list run', 'limit', ''],
   ])('%s: %s written as anything but canonical decimal digits', async (name, parameter, prefix) => {
     const route = routes.find((r) => r.name === name)!;
     await fc.assert(
       fc.asyncProperty(nonCanonicalInteger, async (value) => {
         await refusedQuery(route, `${route.path(params)}?${prefix}${parameter}=${value}`, parameter);
+      }),
+      { numRuns: RUNS, ...seed },
+    );
+  });
+
+  it.each([
+    ['lifecycleState', fc.string()],
+    ['sandboxState', fc.string()],
+    ['hasUnresolvedAttempts', fc.string()],
+    ['updatedSince', fc.string()],
+    [
+      'cursor',
+      fc.oneof(
+        fc.string(),
+        fc.base64String(),
+        fc.json().map((t) => Buffer.from(t).toString('base64url')),
+      ),
+    ],
+  ] as const)('list: hostile %s values never 5xx, and a refusal is a problem', async (name, values) => {
+    const route = routes.find((r) => r.name === 'list project')!;
+    await fc.assert(
+      fc.asyncProperty(values, async (value) => {
+        await check(route, { path: `${route.path(params)}?${name}=${encodeURIComponent(value)}` });
       }),
       { numRuns: RUNS, ...seed },
     );

@@ -29,6 +29,8 @@ const operations = [
   ['post', environments, ['201', '200', '409'], true],
   ['post', `${environments}/{environmentId}/release`, ['200', '202', '404', '409'], true],
   ['get', `${environments}/{environmentId}/lifecycle`, ['200', '404'], false],
+  ['get', environments, ['200'], false],
+  ['get', '/api/projects/{projectId}/environments', ['200'], false],
   ['put', '/admin/tenants/{tenantId}/projects/{projectId}/grants/{subject}', ['200'], true],
   ['get', '/admin/provider', ['200'], false],
   [

@@ -85,6 +85,16 @@ const cases: readonly [string, () => Error, Expected][] = [
     { status: 403, code: 'run-binding-required', detail: 'the token is bound to another project or run' },
   ],
   [
+    'InvalidCursorError',
+    () => new actorErrors.InvalidCursorError('was given for another scope or other filters'),
+    {
+      status: 400,
+      code: 'invalid-cursor',
+      detail:
+        'the cursor was given for another scope or other filters: ask for the first page again without it',
+    },
+  ],
+  [
     'PlacementRefusedError',
     () => new actorErrors.PlacementRefusedError('lease-expired', 'the current lease expired'),
     { status: 409, code: 'lease-expired', detail: 'the current lease expired' },
