@@ -23,6 +23,7 @@ export const resumeRefusalCodes = [
   'resume-configuration-unavailable',
   'resume-host-mismatch',
   'resume-recovery-evidence-mismatch',
+  'resume-journal-evidence-missing',
 ] as const;
 export type ResumeRefusalCode = (typeof resumeRefusalCodes)[number];
 
