@@ -47,14 +47,26 @@ export const activationRequestBodySchema = z.strictObject({
 });
 export type ActivationRequestBody = z.infer<typeof activationRequestBodySchema>;
 
-/** How the Host recovers its native state: from the cache a flush wrote, or by replaying the journal. */
+/**
+ * How the Host recovers its native state: from the cache a flush wrote, or by rebuilding from the
+ * saved session journal. A rebuild records the journal evidence it rebuilt from: the source cache
+ * acknowledgment the flush saved (kept apart: it is not claimed restored, the native cache stays
+ * pending until an authorized turn), the saved checkpoint, the upper position, the ordered journal
+ * digest, and the current resume attempt. Without that evidence a rebuild is not a receipt.
+ */
 const recoverySchema = z.discriminatedUnion('mode', [
   z.strictObject({ mode: z.literal('NativeCache'), cacheSha256: sha256Hex }),
   z.strictObject({
     mode: z.literal('JournalRebuild'),
     nativeCache: z.literal('PendingUntilAuthorizedTurn'),
+    sourceCacheSha256: sha256Hex,
+    checkpointId: id,
+    upperPosition: z.number().int().positive(),
+    journalSha256: sha256Hex,
+    attemptId: id,
   }),
 ]);
+export type ActivationRecovery = z.infer<typeof recoverySchema>;
 
 export const activationReceiptSchema = z.strictObject({
   /** The binding the Host held when it activated. */
@@ -88,6 +100,8 @@ export type AgentHostSessionState = z.infer<typeof sessionStateSchema>;
  * set: nothing else is believed). `session-active`: another attempt already holds an Active session
  * on this Host. `attempt-conflict`: this attempt ID was asked before with another request.
  * `configuration-mismatch`: the configuration bytes do not hash to the SHA-256 sent with them.
+ * `journal-unavailable`: the Workspace holds no native cache and the Host finds no saved journal
+ * boundary (or a journal that does not match it) to rebuild from.
  */
 export const activationRefusalCodes = [
   'not-configured',
@@ -95,6 +109,7 @@ export const activationRefusalCodes = [
   'session-active',
   'attempt-conflict',
   'configuration-mismatch',
+  'journal-unavailable',
   'activation-failed',
 ] as const;
 export type ActivationRefusalCode = (typeof activationRefusalCodes)[number];
@@ -196,6 +211,9 @@ export function checkActivationReceipt(
     ['registrationGeneration', receipt.registrationGeneration, request.registration.generation],
     ['configurationSha256', receipt.configurationSha256, request.configuration.sha256],
   ];
+  if (receipt.recovery.mode === 'JournalRebuild') {
+    expected.push(['recovery.attemptId', receipt.recovery.attemptId, request.attemptId]);
+  }
   const wrong = expected.find(([, actual, wanted]) => actual !== wanted);
   if (wrong !== undefined) {
     throw new AgentHostActivationRefusedError('receipt-mismatch', `the receipt's ${wrong[0]} does not match`);

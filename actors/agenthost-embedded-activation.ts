@@ -4,19 +4,23 @@
 // saved receipt, another request under the same attempt ID is `attempt-conflict`); at most one
 // Active session per lease (partial unique index), so a second attempt beside it is
 // `session-active`. Losing a session (a restarted Host) marks the row, never deletes it: the
-// session then reads Missing and a new attempt may activate.
+// session then reads Missing and a new attempt may activate. Recovery is the native cache the
+// Workspace holds, else a rebuild from the saved journal (agenthost-embedded-journal.ts) to the
+// boundary the flush of this data generation saved, else a refusal (`journal-unavailable`).
 import { createHash } from 'node:crypto';
 import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Queryable } from '../store/db.ts';
 import {
   configurationMatches,
+  type ActivationRecovery,
   type ActivationRefusalCode,
   type ActivationRequestBody,
   type AgentHostActivationReceipt,
   type AgentHostSessionState,
   type SessionStateRequestBody,
 } from './agenthost-activation.ts';
+import { rebuildJournal } from './agenthost-embedded-journal.ts';
 import { bindingDifference, hostBindingSchema, type HostBinding } from './agenthost-flush.ts';
 
 /** What the Host side needs of the embedded Host: its table, what it holds, its Workspace trees. */
@@ -83,6 +87,24 @@ export async function hostActivate(
   const cache = await nativeCache(
     join(await host.workspaceDirectory(held.workspaceVolumeId), host.nativeCachePath),
   );
+  let recovery: ActivationRecovery;
+  if (cache !== null) {
+    recovery = { mode: 'NativeCache', cacheSha256: createHash('sha256').update(cache).digest('hex') };
+  } else {
+    // No native cache: rebuild from the saved journal, to exactly the boundary of the flush that
+    // produced this data generation, or refuse. An empty rebuild is not a recovery.
+    const rebuilt = await rebuildJournal(host.db, held.workspaceVolumeId, held.dataGeneration);
+    if (typeof rebuilt === 'string') return refusal('journal-unavailable', rebuilt);
+    recovery = {
+      mode: 'JournalRebuild',
+      nativeCache: 'PendingUntilAuthorizedTurn',
+      sourceCacheSha256: rebuilt.sourceCacheSha256,
+      checkpointId: rebuilt.boundary.checkpointId,
+      upperPosition: rebuilt.boundary.upperPosition,
+      journalSha256: rebuilt.boundary.journalSha256,
+      attemptId: asked.attemptId,
+    };
+  }
   const receipt: AgentHostActivationReceipt = {
     binding: held,
     resumeOperationId: asked.resumeOperationId,
@@ -95,10 +117,7 @@ export async function hostActivate(
     sessionId: asked.registration.sessionId,
     registrationGeneration: asked.registration.generation,
     configurationSha256: configuration.sha256,
-    recovery:
-      cache === null
-        ? { mode: 'JournalRebuild', nativeCache: 'PendingUntilAuthorizedTurn' }
-        : { mode: 'NativeCache', cacheSha256: createHash('sha256').update(cache).digest('hex') },
+    recovery,
     activatedAt: new Date().toISOString(),
   };
   const inserted = await host.db.query(

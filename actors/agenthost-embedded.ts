@@ -6,9 +6,10 @@
 // It also keeps a real Workspace tree on disk, one directory per Workspace volume under its state
 // directory, so a flush and a later resume can be checked by content. A flush writes the Host's
 // native cache into that tree, hashes it (workspace-tree.ts) and records the receipt in its own
-// table (migration 0016), so a replay of the same flush operation answers the saved receipt. Its
-// Host side (`hostFlush`, `hostWorkspaceResume`) answers as a Host would on the wire, so a stand-in
-// HTTPS Host can serve it; its port side checks those answers exactly as the HTTPS client does.
+// table (migration 0016), so a replay of the same flush operation answers the saved receipt; the
+// receipt names the session journal boundary the flush closed on (agenthost-embedded-journal.ts).
+// Its Host side (`hostFlush`, `hostWorkspaceResume`) answers as a Host would on the wire, so a
+// stand-in HTTPS Host can serve it; its port side checks those answers exactly as the HTTPS client does.
 //
 // Resume activation and session state (`hostActivate`, `hostSessionState`) keep their logic in
 // agenthost-embedded-activation.ts, on their own table (migration 0021); the same levers apply.
@@ -35,6 +36,7 @@ import {
   type ActivationHostAnswer,
   type ActivationHostSide,
 } from './agenthost-embedded-activation.ts';
+import { boundaryOfFlush } from './agenthost-embedded-journal.ts';
 import {
   AgentHostFlushRefusedError,
   AgentHostUnavailableError,
@@ -308,6 +310,12 @@ export class EmbeddedAgentHost implements AgentHost {
       if (error instanceof WorkspaceTreeRefusedError) return refusal('workspace-refused', error.message);
       throw error;
     }
+    const cacheSha256 = sha256Hex(cache);
+    // The session's journal boundary this flush closes on, after the volume's earlier flushes.
+    const journal = await boundaryOfFlush(this.options.db, held.workspaceVolumeId, held.dataGeneration, {
+      flushOperationId: asked.flushOperationId,
+      cacheSha256,
+    });
     const receipt: AgentHostFlushReceipt = {
       binding: held,
       nativeTurns: {
@@ -319,7 +327,7 @@ export class EmbeddedAgentHost implements AgentHost {
       cache: {
         flushOperationId: asked.flushOperationId,
         durable: true,
-        cacheSha256: sha256Hex(cache),
+        cacheSha256,
         cacheBytes: cache.length,
         writtenAt,
       },
@@ -332,6 +340,7 @@ export class EmbeddedAgentHost implements AgentHost {
         ...digest,
         flushedAt: new Date().toISOString(),
       },
+      journal,
     };
     const inserted = await this.options.db.query(
       `INSERT INTO embedded_agenthost_flushes (flush_operation_id, lease_operation_id, workspace_volume_id,

@@ -1,6 +1,6 @@
 // The AgentHost Workspace flush and the read-only Workspace resume as data: the binding a Host
-// holds, the receipt or content proof it answers, and the checks every implementation applies to
-// that answer before anyone may use it.
+// holds, the receipt (its journal boundary included) or content proof it answers, and the checks
+// every implementation applies to that answer before anyone may use it.
 // A receipt is accepted only when it parses strictly and every field names exactly the binding and
 // flush that were asked for; anything else is a refusal with a reason, never a silent accept. An
 // answer that never came is not a verdict: that is AgentHostUnavailableError.
@@ -63,12 +63,26 @@ const workspaceFlushReceiptSchema = z.strictObject({
   flushedAt: instant,
 });
 
+/**
+ * The session journal boundary the flush closed on: the saved checkpoint, the upper (flushed)
+ * position it covers, and the SHA-256 over the ordered journal entries up to that position. A
+ * resumed Host without the native cache rebuilds to exactly this boundary, never a later one.
+ */
+export const journalBoundarySchema = z.strictObject({
+  flushOperationId: id,
+  checkpointId: id,
+  upperPosition: z.number().int().positive(),
+  journalSha256: sha256Hex,
+});
+export type JournalBoundary = z.infer<typeof journalBoundarySchema>;
+
 export const flushReceiptSchema = z.strictObject({
   /** The binding the Host held when it flushed. */
   binding: hostBindingSchema,
   nativeTurns: nativeTurnReceiptSchema,
   cache: cacheAcknowledgmentSchema,
   flush: workspaceFlushReceiptSchema,
+  journal: journalBoundarySchema,
 });
 export type AgentHostFlushReceipt = z.infer<typeof flushReceiptSchema>;
 
@@ -212,6 +226,7 @@ export function checkFlushReceipt(
     ['nativeTurns.flushOperationId', receipt.nativeTurns.flushOperationId, request.flushOperationId],
     ['cache.flushOperationId', receipt.cache.flushOperationId, request.flushOperationId],
     ['flush.flushOperationId', receipt.flush.flushOperationId, request.flushOperationId],
+    ['journal.flushOperationId', receipt.journal.flushOperationId, request.flushOperationId],
     ['flush.transitionRevision', receipt.flush.transitionRevision, request.transitionRevision],
     ['flush.workspaceVolumeId', receipt.flush.workspaceVolumeId, binding.workspaceVolumeId],
     ['flush.dataGeneration', receipt.flush.dataGeneration, binding.dataGeneration],

@@ -53,6 +53,7 @@ import {
 import { checkBootstrapProfile } from './bootstrap-profile.ts';
 import { askCoreForResume } from './core-checks.ts';
 import { ResumeRefusedError, ResumeUnavailableError, refuseResumeOn } from './errors.ts';
+import { checkJournalRebuild } from './journal-evidence.ts';
 import { observeRestored, restoredBindingOf } from './restored.ts';
 
 export interface ResumeBootstrapDeps extends AuthorityDeps {
@@ -345,18 +346,22 @@ export class ResumeBootstrapService {
 
   /**
    * The Host's recovery must be the suspend's own: a native cache exactly the one the verified
-   * flush wrote, or a journal rebuild that claims no native cache until an authorized turn.
+   * flush wrote, or a journal rebuild to exactly the journal boundary that flush saved (with no
+   * native cache claimed until an authorized turn).
    */
   async #recoveryChecked(
     request: ResumeBootstrapRequest,
     receipt: AgentHostActivationReceipt,
   ): Promise<void> {
-    if (receipt.recovery.mode === 'JournalRebuild') return;
     const flush = await readVerifiedFlush(
       this.deps.db,
       request.manifest.workspace.volumeId,
       request.manifest.workspace.transitionRevision,
     );
+    if (receipt.recovery.mode === 'JournalRebuild') {
+      checkJournalRebuild(flush?.receipt ?? null, receipt.recovery);
+      return;
+    }
     const cache = flush?.receipt?.['cache'];
     const flushed =
       typeof cache === 'object' && cache !== null && 'cacheSha256' in cache ? cache.cacheSha256 : null;

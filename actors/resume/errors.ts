@@ -25,6 +25,7 @@ export const resumeRefusalCodes = [
   'resume-recovery-evidence-mismatch',
   'resume-profile-unresolved',
   'resume-profile-stale',
+  'resume-journal-evidence-missing',
 ] as const;
 export type ResumeRefusalCode = (typeof resumeRefusalCodes)[number];
 

@@ -3,7 +3,7 @@
 // Workspace tree on disk and asks through the port only; the embedded Host behind it gives the
 // levers (a lost session, a tampered answer, a dropped or stalled call) and the table to count.
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentHostActivationRefusedError } from '../../actors/agenthost-activation.ts';
@@ -88,7 +88,21 @@ export function defineAgentHostActivationContract(
       await subject?.close();
     });
 
-    const lease = async (): Promise<AgentHostWorkspaceBinding> => s().serve(await startedLease(s().db));
+    const flushOf = (binding: AgentHostWorkspaceBinding) =>
+      s().host.flush(
+        binding,
+        { flushOperationId: `flush_${randomBytes(6).toString('hex')}`, transitionRevision: 1 },
+        signal(),
+      );
+    /**
+     * A served lease whose Workspace a flush left at its next data generation, as a resumed Host
+     * finds it: the native cache in the tree and the session's journal boundary saved.
+     */
+    const lease = async (): Promise<AgentHostWorkspaceBinding> => {
+      const started = s().serve(await startedLease(s().db));
+      const flush = await flushOf(started);
+      return { ...started, dataGeneration: flush.flush.nextDataGeneration };
+    };
 
     it('1. activation answers a receipt naming the attempt, registration and configuration', async () => {
       const binding = await lease();
@@ -181,24 +195,41 @@ export function defineAgentHostActivationContract(
       expect(await s().host.sessionState(binding, signal())).toMatchObject({ state: 'Missing' });
     });
 
-    it('7. recovery is NativeCache after a flush wrote the cache, JournalRebuild without one', async () => {
-      const rebuilt = await lease();
-      const without = await s().host.activate(rebuilt, activationRequest(), signal());
-      expect(without.recovery).toEqual({ mode: 'JournalRebuild', nativeCache: 'PendingUntilAuthorizedTurn' });
-
-      const flushed = await lease();
-      const flush = await s().host.flush(
-        flushed,
-        { flushOperationId: `flush_${randomBytes(6).toString('hex')}`, transitionRevision: 1 },
-        signal(),
-      );
-      const next = { ...flushed, dataGeneration: flush.flush.nextDataGeneration };
-      const receipt = await s().host.activate(next, activationRequest(), signal());
-      const dir = await s().embedded.workspaceDirectory(flushed.workspaceVolumeId);
+    it("7. recovery is NativeCache from the flushed cache; without it, JournalRebuild to the flush's saved journal boundary", async () => {
+      const started = s().serve(await startedLease(s().db));
+      const flush = await flushOf(started);
+      const binding = { ...started, dataGeneration: flush.flush.nextDataGeneration };
+      const dir = await s().embedded.workspaceDirectory(binding.workspaceVolumeId);
       const cache = readFileSync(join(dir, NATIVE_CACHE_PATH));
       const cacheSha256 = createHash('sha256').update(cache).digest('hex');
-      expect(receipt.recovery).toEqual({ mode: 'NativeCache', cacheSha256 });
+      const native = await s().host.activate(binding, activationRequest(), signal());
+      expect(native.recovery).toEqual({ mode: 'NativeCache', cacheSha256 });
       expect(cacheSha256).toBe(flush.cache.cacheSha256);
+
+      // The cache is gone: the Host rebuilds from the saved journal, exactly to the flush's boundary,
+      // and names the source cache apart from what it holds now (no native cache until a turn).
+      await s().embedded.loseSession(binding.operationId);
+      rmSync(join(dir, NATIVE_CACHE_PATH));
+      const asked = activationRequest();
+      const rebuilt = await s().host.activate(binding, asked, signal());
+      expect(rebuilt.recovery).toEqual({
+        mode: 'JournalRebuild',
+        nativeCache: 'PendingUntilAuthorizedTurn',
+        sourceCacheSha256: flush.cache.cacheSha256,
+        checkpointId: flush.journal.checkpointId,
+        upperPosition: flush.journal.upperPosition,
+        journalSha256: flush.journal.journalSha256,
+        attemptId: asked.attemptId,
+      });
+    });
+
+    it('7b. with neither a native cache nor a saved journal boundary the Host refuses to activate', async () => {
+      const binding = s().serve(await startedLease(s().db));
+      const error = await rejection(s().host.activate(binding, activationRequest(), signal()));
+      expect(error).toBeInstanceOf(AgentHostActivationRefusedError);
+      expect(error).toMatchObject({ code: 'agenthost-activation-refused', reason: 'journal-unavailable' });
+      expect(await activationRows(s().db, binding.operationId)).toHaveLength(0);
+      expect(await s().host.sessionState(binding, signal())).toMatchObject({ state: 'Missing' });
     });
 
     it.each<[string, Partial<AgentHostWorkspaceBinding>]>([
@@ -237,6 +268,27 @@ export function defineAgentHostActivationContract(
       ['another registration', (r) => ({ ...r, registrationId: 'reg_other' }), 'receipt-mismatch'],
       ['another configuration', (r) => ({ ...r, configurationSha256: 'a'.repeat(64) }), 'receipt-mismatch'],
       ['a recovery mode it cannot have', (r) => ({ ...r, recovery: { mode: 'Guess' } }), 'receipt-malformed'],
+      [
+        'a journal rebuild without its journal evidence',
+        (r) => ({ ...r, recovery: { mode: 'JournalRebuild', nativeCache: 'PendingUntilAuthorizedTurn' } }),
+        'receipt-malformed',
+      ],
+      [
+        'a journal rebuild for another attempt',
+        (r) => ({
+          ...r,
+          recovery: {
+            mode: 'JournalRebuild',
+            nativeCache: 'PendingUntilAuthorizedTurn',
+            sourceCacheSha256: 'a'.repeat(64),
+            checkpointId: 'ckpt_other',
+            upperPosition: 1,
+            journalSha256: 'b'.repeat(64),
+            attemptId: 'attempt_other',
+          },
+        }),
+        'receipt-mismatch',
+      ],
       ['an unknown member', (r) => ({ ...r, verified: true }), 'receipt-malformed'],
       ['no receipt at all', () => null, 'receipt-malformed'],
     ])('10. an activation answer naming %s is refused', async (_case, change, reason) => {

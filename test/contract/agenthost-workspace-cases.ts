@@ -196,6 +196,13 @@ export function defineAgentHostWorkspaceContract(
         flushOperationId: asked.flushOperationId,
         acceptingTurns: false,
       });
+      // The session's journal boundary the flush closed on: the first checkpoint of this Workspace.
+      expect(receipt.journal).toMatchObject({
+        flushOperationId: asked.flushOperationId,
+        checkpointId: expect.stringMatching(/^ckpt_[0-9a-f]{32}$/) as unknown,
+        upperPosition: 1,
+        journalSha256: expect.stringMatching(/^[0-9a-f]{64}$/) as unknown,
+      });
       expect(receipt.binding.podUid).toBe(binding.podUid);
     });
 
@@ -233,7 +240,7 @@ export function defineAgentHostWorkspaceContract(
 
     it('5. after a flush the Host holds the next data generation, and a new flush must name it', async () => {
       const { binding } = await workspace();
-      await s().host.flush(binding, request(), signal());
+      const first = await s().host.flush(binding, request(), signal());
       const stale = await rejection(s().host.flush(binding, request(), signal()));
       expect(stale).toMatchObject({ reason: 'binding-mismatch' });
       const next = await s().host.flush(
@@ -242,6 +249,10 @@ export function defineAgentHostWorkspaceContract(
         signal(),
       );
       expect(next.flush.nextDataGeneration).toBe(5);
+      // The journal goes on from the first flush's boundary: one position further, another digest.
+      expect(next.journal.upperPosition).toBe(2);
+      expect(next.journal.journalSha256).not.toBe(first.journal.journalSha256);
+      expect(next.journal.checkpointId).not.toBe(first.journal.checkpointId);
     });
 
     const resume = { resumeOperationId: 'op-resume-1' };
@@ -302,6 +313,17 @@ export function defineAgentHostWorkspaceContract(
         'receipt-mismatch',
       ],
       ['no cache acknowledgment', ({ cache: _cache, ...rest }) => rest, 'receipt-malformed'],
+      ['no journal boundary', ({ journal: _journal, ...rest }) => rest, 'receipt-malformed'],
+      [
+        'a journal boundary of another flush',
+        (r) => ({ ...r, journal: { ...(r['journal'] as object), flushOperationId: 'flush_other' } }),
+        'receipt-mismatch',
+      ],
+      [
+        'a journal boundary at no position',
+        (r) => ({ ...r, journal: { ...(r['journal'] as object), upperPosition: 0 } }),
+        'receipt-malformed',
+      ],
       [
         'a cache that is not durable',
         (r) => ({ ...r, cache: { ...(r['cache'] as object), durable: false } }),

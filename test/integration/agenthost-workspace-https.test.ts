@@ -69,6 +69,7 @@ const receipt: AgentHostFlushReceipt = {
     byteCount: 20,
     flushedAt: now,
   },
+  journal: { flushOperationId: 'flush_1', checkpointId: 'ckpt_1', upperPosition: 12, journalSha256: HASH },
 };
 
 const answering =

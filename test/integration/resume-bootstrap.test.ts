@@ -6,10 +6,13 @@
 // leaves the attempt unresolved and the same request delivers the same attempt again; an
 // unresolved attempt blocks a later lifecycle advance.
 import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import { NATIVE_CACHE_PATH, type EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
 import { attemptIdentityOf } from '../../actors/resume/bootstrap-requests.ts';
 import { insertAttempt, readAttempts } from '../../store/resume-bootstrap-attempts.ts';
+import { readVerifiedFlush } from '../../store/workspace-flushes.ts';
 import type { Harness } from '../support/harness.ts';
 import {
   CONFIGURATION_TEXT,
@@ -49,7 +52,7 @@ interface Outcome {
     attemptId: string;
     registrationId: string;
     configurationSha256: string;
-    recovery: { mode: string; cacheSha256?: string };
+    recovery: { mode: string; cacheSha256?: string } & Record<string, unknown>;
   };
   receiptSha256: string;
   loss?: { sessionState: string; revokeRegistrationId: string };
@@ -193,6 +196,73 @@ describe('resume bootstrap', () => {
     if (res.status !== 200) throw new Error(await res.text());
     const outcome = (await res.json()) as Outcome;
     expect(outcome.attempt).toMatchObject({ attemptId: open?.attemptId, state: 'Activated', deliveries: 2 });
+  });
+
+  it('accepts a journal rebuild only with the journal boundary the verified flush saved', async () => {
+    const { s, body } = await atPhaseFour();
+    // The restored Workspace lost its native cache: the Host rebuilds from the saved journal.
+    await rm(join(await host.workspaceDirectory(s.sandbox.volume.volumeId), NATIVE_CACHE_PATH));
+    const flushed = await readVerifiedFlush(h.db, s.manifest.workspace.volumeId, s.flush.transitionRevision);
+    const saved = flushed?.receipt as {
+      cache: { cacheSha256: string };
+      journal: { checkpointId: string; upperPosition: number; journalSha256: string };
+    };
+    expect(saved.journal.upperPosition).toBe(1);
+
+    // A Host reporting another boundary (a later journal, another checkpoint or digest, another
+    // source cache) is not believed: its receipt stays evidence of a Delivering attempt.
+    const recovery = (r: Record<string, unknown>) => r['recovery'] as Record<string, unknown>;
+    for (const change of [
+      { upperPosition: saved.journal.upperPosition + 1 },
+      { checkpointId: 'ckpt_' + 'f'.repeat(32) },
+      { journalSha256: 'e'.repeat(64) },
+      { sourceCacheSha256: 'd'.repeat(64) },
+    ]) {
+      host.tamperNextAnswer((r) => ({ ...r, recovery: { ...recovery(r), ...change } }));
+      const wrong = await bootstrap(s, body);
+      expect(wrong.status).toBe(409);
+      expect(await typeOf(wrong)).toBe('urn:sandlot:problem:resume-recovery-evidence-mismatch');
+      const [open] = await readAttempts(h.db, s.resume.operationId);
+      expect(open?.state).toBe('Delivering');
+      expect(open?.evidence?.['unsavedReceipt']).toBeDefined();
+    }
+
+    // The Host's own answer names exactly the flush's boundary and the current attempt.
+    const res = await bootstrap(s, body);
+    if (res.status !== 200) throw new Error(await res.text());
+    const outcome = (await res.json()) as Outcome;
+    expect(outcome.outcome).toBe('Activated');
+    expect(outcome.receipt?.recovery).toEqual({
+      mode: 'JournalRebuild',
+      nativeCache: 'PendingUntilAuthorizedTurn',
+      sourceCacheSha256: saved.cache.cacheSha256,
+      checkpointId: saved.journal.checkpointId,
+      upperPosition: saved.journal.upperPosition,
+      journalSha256: saved.journal.journalSha256,
+      attemptId: outcome.attempt.attemptId,
+    });
+    // A replay checks the saved receipt against the same boundary again.
+    expect(await (await bootstrap(s, body)).json()).toEqual(outcome);
+  });
+
+  it('refuses a journal rebuild when the verified flush saved no journal boundary', async () => {
+    const { s, body } = await atPhaseFour();
+    await rm(join(await host.workspaceDirectory(s.sandbox.volume.volumeId), NATIVE_CACHE_PATH));
+    // A flush recorded before flushes saved the journal boundary: nothing to check a rebuild against.
+    await h.db.query(
+      `UPDATE workspace_flushes SET receipt = receipt - 'journal'
+        WHERE volume_id = $1 AND transition_revision = $2 AND state = 'Verified'`,
+      [s.manifest.workspace.volumeId, s.flush.transitionRevision],
+    );
+    const res = await bootstrap(s, body);
+    expect(res.status).toBe(409);
+    expect(await typeOf(res)).toBe('urn:sandlot:problem:resume-journal-evidence-missing');
+    const [open] = await readAttempts(h.db, s.resume.operationId);
+    expect(open?.state).toBe('Delivering');
+    // Asked again, still refused: missing evidence never becomes readiness.
+    const again = await bootstrap(s, body);
+    expect(await typeOf(again)).toBe('urn:sandlot:problem:resume-journal-evidence-missing');
+    expect((await readAttempts(h.db, s.resume.operationId))[0]?.state).toBe('Delivering');
   });
 
   it('refuses before any attempt: another registration, an uncommitted resume, no configuration, no acknowledgment', async () => {
