@@ -10,7 +10,7 @@ import type { EnvironmentRow } from '../store/environments.ts';
 import type { LeaseRow } from '../store/leases.ts';
 import { readProfileMapping } from '../store/runtime-profiles.ts';
 import type { AgentHostReadiness } from './ports.ts';
-import { staleProfilePart, type ProfileStaleReason } from './runtime-profile-current.ts';
+import { mappingOwnedBy, staleProfilePart, type ProfileStaleReason } from './runtime-profile-current.ts';
 
 /** The profile the Host named and what is wrong with it now (null: nothing); null when it named none. */
 export interface ProfileEvidence {
@@ -28,13 +28,7 @@ export async function profileEvidenceOf(
   if (!answer.configured || answer.profileId === undefined) return null;
   const { profileId } = answer;
   const mapping = await readProfileMapping(q, profileId);
-  if (
-    mapping === null ||
-    mapping.environmentId !== env.environmentId ||
-    mapping.tenantId !== env.tenantId ||
-    mapping.projectId !== env.projectId ||
-    mapping.runId !== env.runId
-  ) {
+  if (mapping === null || !mappingOwnedBy(mapping, env)) {
     return { profileId, problem: 'unresolved' };
   }
   const problem = staleProfilePart(mapping, { lease, selectionHash: env.runSelectionHash, configuration });

@@ -11,6 +11,19 @@ import type { LeaseRow } from '../store/leases.ts';
 import type { ProfileMappingRow } from '../store/runtime-profiles.ts';
 import { configureUrlOf, endpointOfPlacement, mappingFor, stalePart } from './runtime-profile-copy.ts';
 
+/** True when the mapping was resolved for exactly this Environment of this tenant, project and run. */
+export function mappingOwnedBy(
+  mapping: ProfileMappingRow,
+  owner: { tenantId: string; projectId: string; runId: string; environmentId: string },
+): boolean {
+  return (
+    mapping.tenantId === owner.tenantId &&
+    mapping.projectId === owner.projectId &&
+    mapping.runId === owner.runId &&
+    mapping.environmentId === owner.environmentId
+  );
+}
+
 export type ProfileStaleReason = 'actor' | 'selection' | 'endpoint' | 'source-configuration' | 'profile-copy';
 
 /** True when the mapping names exactly this lease and the AgentHost endpoint its placement records now. */

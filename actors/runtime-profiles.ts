@@ -40,6 +40,7 @@ import {
   RuntimeProfileStaleError,
   RuntimeProfilesUnavailableError,
 } from './runtime-profile-errors.ts';
+import { mappingOwnedBy } from './runtime-profile-current.ts';
 import { RuntimeWorkspaceContextReader, type RuntimeWorkspaceContext } from './runtime-workspace-context.ts';
 import { isExpired } from './sandbox-readiness.ts';
 
@@ -109,13 +110,7 @@ export class RuntimeProfileService {
     const guard = this.#guard(caller, address);
     const projection = await this.deps.placement.read(caller, address, 'internal');
     const stored = await readProfileMapping(this.deps.db, profileId);
-    if (
-      stored === null ||
-      stored.tenantId !== caller.tenantId ||
-      stored.projectId !== address.projectId ||
-      stored.runId !== address.runId ||
-      stored.environmentId !== address.environmentId
-    ) {
+    if (stored === null || !mappingOwnedBy(stored, { tenantId: caller.tenantId, ...address })) {
       throw new RuntimeProfileNotFoundError('mapping', profileId);
     }
     if (stored.actor !== caller.subject) throw new RuntimeProfileActorError();
