@@ -202,12 +202,19 @@ describe.skipIf(skipWithoutCrds)('CiliumNetworkPolicyVerifier on the fake Kubern
     const pinned = verifierOn(fake, ca.kubeConfig());
     const lease = { providerOptions: adapterOn(fake, {}, ca.kubeConfig()).optionsSnapshot() };
     const recorded = String(lease.providerOptions['clusterPin']).slice(0, 12);
-    const lists = () => fake.requests.filter((r) => r.resource === 'ciliumnetworkpolicies').length;
+    // A project of its own: a list another case's client may still send under load is not counted.
+    const pinProject = 'pin-check';
+    const lists = () =>
+      fake.requests.filter(
+        (r) =>
+          r.resource === 'ciliumnetworkpolicies' &&
+          (r.query['labelSelector'] ?? '').includes(projectHashOf(tenantId, pinProject)),
+      ).length;
     const reasonFor = async (record: typeof lease | undefined) => {
-      const verdict = await pinned.verify(tenantId, projectId, 1, record);
+      const verdict = await pinned.verify(tenantId, pinProject, 1, record);
       return verdict.verified ? 'verified' : verdict.reason;
     };
-    fake.objects.put(policy(1));
+    fake.objects.put(ciliumPolicyObject({ tenantId, projectId: pinProject, generation: 1 }));
     try {
       expect(await reasonFor(lease)).toBe('verified');
       // A lease whose objects live in another cluster: this one is not asked.
@@ -228,7 +235,7 @@ describe.skipIf(skipWithoutCrds)('CiliumNetworkPolicyVerifier on the fake Kubern
       expect(lists()).toBe(before);
       // A CA that cannot be read now is no verdict either way.
       ca.trust('');
-      await expect(pinned.verify(tenantId, projectId, 1, lease)).rejects.toMatchObject({
+      await expect(pinned.verify(tenantId, pinProject, 1, lease)).rejects.toMatchObject({
         name: 'ProviderError',
         kind: 'uncertain',
         code: 'cluster-pin-unavailable',
