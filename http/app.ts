@@ -25,6 +25,7 @@ import { docsRoutes } from './routes/docs.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { journalRoutes } from './routes/journal.ts';
 import { placementRoutes } from './routes/placement.ts';
+import { registerOperationsPaths, sandlotDocument } from './openapi-document.ts';
 import { providerReportRoutes } from './routes/provider-reports.ts';
 import { queueDashboardRoutes } from './routes/queue-dashboard.ts';
 import { requestContext } from './request-context.ts';
@@ -101,14 +102,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     scheme: 'bearer',
     bearerFormat: 'JWT',
   });
-  app.doc31('/openapi.json', {
-    openapi: '3.1.0',
-    info: {
-      title: 'Sandlot',
-      version: deps.version ?? '0.1.0',
-      description: 'Leases agent sandboxes. Every error is application/problem+json with a stable type.',
-    },
-  });
+  registerOperationsPaths(app);
+  // Built on the first request and kept: the routes are all registered by then.
+  let document: ReturnType<typeof sandlotDocument> | undefined;
+  app.get('/openapi.json', (c) => c.json((document ??= sandlotDocument(app, deps.version ?? '0.1.0'))));
   app.route('/', docsRoutes('/openapi.json'));
 
   const auth = requirePrincipal(deps.verifier);

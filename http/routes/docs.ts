@@ -37,7 +37,22 @@ export function docsRoutes(openApiUrl: string): Hono<AppEnv> {
 
   app.get(
     '/docs',
-    Scalar({ url: openApiUrl, pageTitle: 'Sandlot API', cdn: SCALAR_BUNDLE_ROUTE, withDefaultFonts: false }),
+    Scalar({
+      url: openApiUrl,
+      pageTitle: 'Sandlot API',
+      cdn: SCALAR_BUNDLE_ROUTE,
+      withDefaultFonts: false,
+      // Nothing the page does leaves the machine: no AI agent, no request proxy ("Test Request"
+      // goes straight to this server), no telemetry, no toolbar (its Share and Deploy post the
+      // document to Scalar's registry), no developer tools.
+      agent: { disabled: true },
+      proxyUrl: '',
+      telemetry: false,
+      showDeveloperTools: 'never',
+      hideClientButton: true,
+      // Newer than the integration's configuration type; the page reads it all the same.
+      ...({ showToolbar: 'never' } as object),
+    }),
   );
   app.get(SCALAR_BUNDLE_ROUTE, async (c) => {
     bundle ??= readBundle();

@@ -19,6 +19,21 @@ describe('the API reference page offline', () => {
     expect(html).toContain('"withDefaultFonts": false');
   });
 
+  it('configures the page to send nothing elsewhere: no agent, proxy, telemetry or share toolbar', async () => {
+    const html = await (await app.request('/docs')).text();
+    // The configuration the page's inline script hands Scalar, as the integration writes it.
+    for (const setting of [
+      /"agent": \{\s*"disabled": true\s*\}/,
+      /"proxyUrl": ""/,
+      /"telemetry": false/,
+      /"showToolbar": "never"/,
+      /"showDeveloperTools": "never"/,
+    ]) {
+      expect(html).toMatch(setting);
+    }
+    expect(html).not.toMatch(/scalar\.com/);
+  });
+
   it('serves the Scalar bundle from the installed package as JavaScript', async () => {
     const res = await app.request(SCALAR_BUNDLE_ROUTE);
     expect(res.status, 'is @scalar/api-reference installed? (npm ci)').toBe(200);

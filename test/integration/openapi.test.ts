@@ -7,6 +7,7 @@ import { buildHarness, type Harness } from '../support/harness.ts';
 
 interface Operation {
   summary?: string;
+  tags?: string[];
   security?: Record<string, string[]>[];
   parameters?: { name: string; in: string; required?: boolean }[];
   requestBody?: { required?: boolean; content: Record<string, { schema: unknown }> };
@@ -15,6 +16,8 @@ interface Operation {
 
 interface OpenApiDocument {
   openapi: string;
+  security?: Record<string, string[]>[];
+  tags?: { name: string; description: string }[];
   info: { title: string; version: string };
   paths: Record<string, Record<string, Operation>>;
   components: {
@@ -152,6 +155,14 @@ const operations = [
   ],
 ] as const;
 
+/** Answered without a user token: the probes, the metrics listener, the closed provider reports. */
+const tokenless = [
+  ['get', '/healthz'],
+  ['get', '/readyz'],
+  ['get', '/metrics'],
+  ['post', '/internal/provider-lifecycle/reports'],
+] as const;
+
 const problemRef = { $ref: '#/components/schemas/Problem' };
 
 describe('OpenAPI, docs and probes', () => {
@@ -175,7 +186,42 @@ describe('OpenAPI, docs and probes', () => {
     const listed = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.keys(item).map((method) => `${method} ${path}`),
     );
-    expect(listed.sort()).toEqual(operations.map(([method, path]) => `${method} ${path}`).sort());
+    expect(listed.sort()).toEqual(
+      [...operations, ...tokenless].map(([method, path]) => `${method} ${path}`).sort(),
+    );
+  });
+
+  it('groups every operation under one declared tag, and declares the bearer as the default', () => {
+    const declared = (doc.tags ?? []).map((tag) => tag.name);
+    expect(declared).toEqual(
+      expect.arrayContaining(['Lifecycle', 'Sandbox', 'Placement', 'BuildTest', 'Runtime', 'Admin']),
+    );
+    const untagged: string[] = [];
+    const used = new Set<string>();
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (op.tags?.length !== 1 || !declared.includes(op.tags[0]!)) untagged.push(`${method} ${path}`);
+        else used.add(op.tags[0]!);
+      }
+    }
+    expect(untagged).toEqual([]);
+    // Every declared group has operations: none is an empty heading on the page.
+    expect([...used].sort()).toEqual([...declared].sort());
+    expect(doc.paths[`${environments}/{environmentId}/sandbox/provision`]?.['post']?.tags).toEqual([
+      'Sandbox',
+    ]);
+    expect(doc.paths[`${buildTest}/commands`]?.['post']?.tags).toEqual(['BuildTest']);
+    expect(doc.paths['/internal/runtime/resume/verify']?.['post']?.tags).toEqual([
+      'Workspace, suspend and resume',
+    ]);
+    expect(doc.security).toEqual([{ bearer: [] }]);
+  });
+
+  it.each(tokenless)('describes %s %s as needing no token', (method, path) => {
+    const op = doc.paths[path]?.[method];
+    expect(op?.security).toEqual([]);
+    expect(op?.tags).toEqual(['Operations']);
+    expect(op?.summary).toEqual(expect.any(String));
   });
 
   it('declares the bearer scheme and the Problem schema', () => {

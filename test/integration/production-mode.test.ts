@@ -152,10 +152,13 @@ describe('production mode (JWKS, HTTP Projects and run selection, PostgreSQL)', 
     }
     const doc = (await (await app.request('/openapi.json')).json()) as { paths: Json };
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/admin'))).toEqual([]);
-    // Users' routes, and Core's internal runtime routes (suspend, resume); nothing else.
+    // Users' routes, Core's internal runtime routes (suspend, resume) and the tokenless probes,
+    // metrics and provider reports; nothing else.
     expect(
-      Object.keys(doc.paths).filter((p) => !p.startsWith('/api/') && !p.startsWith('/internal/runtime/')),
-    ).toEqual([]);
+      Object.keys(doc.paths)
+        .filter((p) => !p.startsWith('/api/') && !p.startsWith('/internal/runtime/'))
+        .sort(),
+    ).toEqual(['/healthz', '/internal/provider-lifecycle/reports', '/metrics', '/readyz']);
   });
 
   it('registers, replays, reads and releases with a JWKS-signed token', async () => {
