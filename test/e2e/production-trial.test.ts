@@ -6,7 +6,7 @@
 // token`. The same register command refuses the agent-sandbox provider, whose policies are read back
 // from the cluster and never from this table.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,6 +106,22 @@ describe('Try production mode on your machine (README)', () => {
     await deleteKeys(REDIS_URL, prefix);
     await rm(dir, { recursive: true, force: true });
   }, 60_000);
+
+  it('follows the README section, which names each command this test runs', async () => {
+    const readme = await readFile(path.join(repoRoot, 'README.md'), 'utf8');
+    const section = /## Try production mode on your machine\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
+    for (const step of [
+      'npx sandlot dev upstream',
+      'source .sandlot/upstream/env',
+      'npx sandlot migrate',
+      'npx sandlot serve --no-workers',
+      'npx sandlot worker',
+      'npx sandlot network-policy register --tenant acme --project checkout --generation 1 --policy',
+      'npx sandlot dev token --sub alice',
+      '/sandbox/provision',
+    ])
+      expect(section).toContain(step);
+  });
 
   it('provisions a sandbox to Active in production mode with the stand-in upstream services', async () => {
     // 1. The stand-ins, printing the settings to export.
