@@ -243,6 +243,81 @@ function buildProgram(): Command {
       await (await import('./inspector.ts')).inspectorCommand(options);
     });
 
+  const dev = command(program, 'dev')
+    .description('try production mode on one machine: stand-ins for the services it calls, and their tokens')
+    .addHelpText('after', examples('sandlot dev upstream', 'sandlot dev token --sub alice'));
+  command(dev, 'upstream')
+    .description(
+      'serve stand-ins for the JWKS, Projects and run-selection services on 127.0.0.1 and print the settings to export',
+    )
+    .option('--port <port>', 'listen on this port (0: any free port)', parsePort, 8181)
+    .option('--dir <dir>', 'where the signing key and the env file go', '.sandlot/upstream')
+    .option('--tenant <tenant>', 'the tenant the stand-ins allow', 'acme')
+    .option('--project <project>', 'the project every subject of the tenant may use', 'checkout')
+    .option('--run <run>', 'the run whose selection names the simulated provider', 'run-1')
+    .option(
+      '--options-revision <revision>',
+      'the provider options revision the selection pins (SANDLOT_PROVIDER_OPTIONS_REVISION)',
+      '1',
+    )
+    .addHelpText(
+      'after',
+      '\nNot for a deployment: it allows one tenant, project and run, and keeps its key in --dir.\n' +
+        examples('sandlot dev upstream   # then, in another shell: source .sandlot/upstream/env'),
+    )
+    .action(
+      async (options: {
+        port: number;
+        dir: string;
+        tenant: string;
+        project: string;
+        run: string;
+        optionsRevision: string;
+      }) => {
+        running = { name: 'sandlot dev upstream', longRunning: true };
+        await (await import('./dev-upstream.ts')).devUpstreamCommand(options);
+      },
+    );
+  command(dev, 'token')
+    .description('print a token signed with the key of the running `sandlot dev upstream`')
+    .requiredOption('--sub <subject>', 'the subject (user) it names')
+    .option('--dir <dir>', 'the `dev upstream` directory', '.sandlot/upstream')
+    .option('--tenant <tenant>', "the tenant claim (default: the stand-ins' tenant)")
+    .option('--admin', 'an operator token', false)
+    .option('--ttl <duration>', 'lifetime, e.g. 30m, 1h, 7d', '1h')
+    .addHelpText('after', examples('TOKEN=$(sandlot dev token --sub alice)'))
+    .action(async (options: { dir: string; sub: string; tenant?: string; admin: boolean; ttl: string }) =>
+      (await import('./dev-upstream.ts')).devTokenCommand(options),
+    );
+
+  const networkPolicy = command(program, 'network-policy')
+    .description("a project's network policy generations (production mode, table-verified providers)")
+    .addHelpText(
+      'after',
+      examples(
+        'sandlot network-policy register --tenant acme --project checkout --generation 1 --policy policy.json',
+      ),
+    );
+  command(networkPolicy, 'register')
+    .description(
+      'register a network policy generation (immutable) for the simulated or sandbox-host provider; uses DATABASE_URL',
+    )
+    .requiredOption('--tenant <tenant>', 'the tenant')
+    .requiredOption('--project <project>', 'the project')
+    .requiredOption('--generation <n>', 'the generation (1 and up; a provision names it)')
+    .requiredOption('--policy <file>', 'the policy document: one JSON object (Cilium rules)')
+    .addHelpText(
+      'after',
+      '\nThe same document again is a no-op; a different one under a registered generation is refused (exit 1).\n' +
+        'Refused with SANDLOT_PROVIDER=agent-sandbox: there the CiliumNetworkPolicy in the cluster is read back.\n' +
+        examples(
+          'sandlot network-policy register --tenant acme --project checkout --generation 1 --policy policy.json',
+        ),
+    )
+    .action(async (options: { tenant: string; project: string; generation: string; policy: string }) =>
+      (await import('./network-policy.ts')).registerNetworkPolicyCommand(options),
+    );
+
   const machines = command(program, 'machines')
     .description('the state machine definitions')
     .addHelpText('after', examples('sandlot machines export --format mermaid'));
@@ -382,5 +457,5 @@ async function main(argv: string[]): Promise<number> {
 }
 
 const code = await main(process.argv.slice(2));
-// `serve`, `worker` and `inspector` keep running until a signal; every other command ends here.
+// `serve`, `worker`, `inspector` and `dev upstream` keep running until a signal; every other command ends here.
 if (!running.longRunning || code !== 0) process.exitCode = code;

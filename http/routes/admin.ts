@@ -120,18 +120,14 @@ const putSelectionRoute = createRoute({
   },
 });
 
-const networkPolicyBody = z
-  .strictObject({
-    policy: z
-      .record(z.string(), z.unknown())
-      .refine(
-        (p) => jsonDepthWithin(p, MAX_JSON_DEPTH),
-        `must not nest deeper than ${MAX_JSON_DEPTH} levels`,
-      ),
-  })
-  .openapi('NetworkPolicyRequest', {
-    description: 'The policy document (Cilium rules); immutable per generation',
-  });
+/** A policy document as any registration takes it (this route and `sandlot network-policy register`). */
+export const networkPolicyDocument = z
+  .record(z.string(), z.unknown())
+  .refine((p) => jsonDepthWithin(p, MAX_JSON_DEPTH), `must not nest deeper than ${MAX_JSON_DEPTH} levels`);
+
+const networkPolicyBody = z.strictObject({ policy: networkPolicyDocument }).openapi('NetworkPolicyRequest', {
+  description: 'The policy document (Cilium rules); immutable per generation',
+});
 
 const putNetworkPolicyRoute = createRoute({
   method: 'put',
