@@ -43,8 +43,6 @@ export interface SandlotMetrics {
   jobWaitSeconds: Histogram<'queue'>;
   /** From a lease's provision commit to its leaving Provisioning (outcome: the state it entered). */
   provisionSeconds: Histogram<'provider' | 'outcome'>;
-  /** From a lease's provision commit to the first inspection that found it ready for dispatch. */
-  readySeconds: Histogram<'provider'>;
   /** From the lease entering Releasing to its leaving it (outcome: the state it entered). */
   releaseSeconds: Histogram<'provider' | 'outcome'>;
   /** From a lease's provision commit to its final state (Released or Failed). */
@@ -198,13 +196,6 @@ export function createMetrics(options: MetricsOptions = {}): SandlotMetrics {
       name: `${METRIC_PREFIX}provision_duration_seconds`,
       help: 'From the provision commit to the lease leaving Provisioning, by provider and the state it entered (Active, Failed, ReconciliationRequired, Releasing)',
       labelNames: ['provider', 'outcome'],
-      buckets: LIFECYCLE_BUCKETS,
-      registers,
-    }),
-    readySeconds: new Histogram({
-      name: `${METRIC_PREFIX}provision_to_ready_seconds`,
-      help: 'From the provision commit to the first inspection that found the lease ready for dispatch, by provider',
-      labelNames: ['provider'],
       buckets: LIFECYCLE_BUCKETS,
       registers,
     }),
