@@ -54,6 +54,7 @@ import { startChangeFeed, type ChangeFeed } from '../workers/change-feed.ts';
 import { runnerDeps, startWorkers, type WorkerHost } from '../workers/host.ts';
 import { InProcessEffectQueue } from '../workers/in-process-effect-queue.ts';
 import { countCommits, stateSources } from '../workers/metrics-sources.ts';
+import { timeLeaseSteps } from '../workers/lease-timings.ts';
 import { reportWorkspaceConflicts } from '../actors/workspace-conflicts.ts';
 import { inProcessJobCounts, inspectQueues, type QueueInspection } from '../workers/queue-inspection.ts';
 import type { Database } from '../store/db.ts';
@@ -209,7 +210,10 @@ export async function composeSandlot(
       enableTimeline(config.timelineFile, options.role ?? (options.workers === false ? 'api' : 'process'));
       runtime.onCommitted(markCommits);
     }
-    if (metrics !== undefined) runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
+    if (metrics !== undefined) {
+      runtime.onCommitted(countCommits(metrics, environmentDefinition.machine.id));
+      runtime.onCommitted(timeLeaseSteps(metrics, db));
+    }
     runtime.onCommitted(
       reportWorkspaceConflicts(logger, metrics && (() => metrics.workspaceConflicts.inc())),
     );

@@ -11,6 +11,8 @@ export const METRIC_PREFIX = 'sandlot_';
 /** Seconds: a commit or a provider call takes milliseconds to tens of seconds. */
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const WAIT_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900];
+/** Seconds: a lease's steps take seconds (simulated) to hours (a long-lived sandbox). */
+const LIFECYCLE_BUCKETS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 14_400, 86_400];
 
 export interface CountRow {
   count: number;
@@ -23,6 +25,13 @@ export interface StateSources {
   /** Age in seconds of the oldest outbox row not yet published (0: none). */
   outboxLagSeconds?: () => Promise<number>;
   queueJobs?: () => Promise<readonly (CountRow & { queue: string; state: string })[]>;
+  /** Age in seconds of the oldest Dispatched and the oldest Unknown attempt (0: none). */
+  oldestAttemptSeconds?: () => Promise<readonly { state: string; seconds: number }[]>;
+  /** Seconds since the least recently observed Active lease was observed (0: no Active lease). */
+  observationAgeSeconds?: () => Promise<number>;
+  openCleanups?: () => Promise<readonly (CountRow & { state: string })[]>;
+  /** Leases parked in ReconciliationRequired for a lapsed authority, by reason. */
+  parkedLeases?: () => Promise<readonly (CountRow & { reason: string })[]>;
 }
 
 export interface SandlotMetrics {
@@ -32,6 +41,14 @@ export interface SandlotMetrics {
   httpSeconds: Histogram<'method' | 'route' | 'status'>;
   providerCallSeconds: Histogram<'kind' | 'outcome'>;
   jobWaitSeconds: Histogram<'queue'>;
+  /** From a lease's provision commit to its leaving Provisioning (outcome: the state it entered). */
+  provisionSeconds: Histogram<'provider' | 'outcome'>;
+  /** From the lease entering Releasing to its leaving it (outcome: the state it entered). */
+  releaseSeconds: Histogram<'provider' | 'outcome'>;
+  /** From a lease's provision commit to its final state (Released or Failed). */
+  leaseLifetimeSeconds: Histogram<'provider' | 'outcome'>;
+  /** Lease timings that could not be read after their commit (that observation is missing). */
+  timingErrors: Counter;
   reconcilerPasses: Counter;
   reconcilerActions: Counter<'action'>;
   observerRetired: Counter;
@@ -100,6 +117,40 @@ export function createMetrics(options: MetricsOptions = {}): SandlotMetrics {
       if (sources.outboxLagSeconds !== undefined) gauge.set(await sources.outboxLagSeconds());
     },
   );
+  stateGauge(
+    'oldest_unresolved_attempt_age_seconds',
+    'Age of the oldest Dispatched and the oldest Unknown provider attempt, since dispatch (0 when none)',
+    ['state'],
+    async (gauge) => {
+      for (const { state, seconds } of (await sources.oldestAttemptSeconds?.()) ?? []) {
+        gauge.set({ state }, seconds);
+      }
+    },
+  );
+  stateGauge(
+    'oldest_active_observation_age_seconds',
+    'Seconds since the least recently observed Active lease was observed (0 when no lease is Active)',
+    [],
+    async (gauge) => {
+      if (sources.observationAgeSeconds !== undefined) gauge.set(await sources.observationAgeSeconds());
+    },
+  );
+  stateGauge(
+    'open_cleanups',
+    'Late-resource cleanups not yet released, by state',
+    ['state'],
+    async (gauge) => {
+      for (const row of (await sources.openCleanups?.()) ?? []) gauge.set({ state: row.state }, row.count);
+    },
+  );
+  stateGauge(
+    'parked_leases',
+    'Leases parked in ReconciliationRequired for a lapsed authority or run selection, by reason',
+    ['reason'],
+    async (gauge) => {
+      for (const row of (await sources.parkedLeases?.()) ?? []) gauge.set({ reason: row.reason }, row.count);
+    },
+  );
   stateGauge('queue_jobs', 'Jobs per queue and state', ['queue', 'state'], async (gauge) => {
     for (const row of (await sources.queueJobs?.()) ?? [])
       gauge.set({ queue: row.queue, state: row.state }, row.count);
@@ -139,6 +190,32 @@ export function createMetrics(options: MetricsOptions = {}): SandlotMetrics {
       help: "From a job's publish to its first start, by queue",
       labelNames: ['queue'],
       buckets: WAIT_BUCKETS,
+      registers,
+    }),
+    provisionSeconds: new Histogram({
+      name: `${METRIC_PREFIX}provision_duration_seconds`,
+      help: 'From the provision commit to the lease leaving Provisioning, by provider and the state it entered (Active, Failed, ReconciliationRequired, Releasing)',
+      labelNames: ['provider', 'outcome'],
+      buckets: LIFECYCLE_BUCKETS,
+      registers,
+    }),
+    releaseSeconds: new Histogram({
+      name: `${METRIC_PREFIX}release_duration_seconds`,
+      help: 'From the lease entering Releasing to its leaving it, by provider and the state it entered (Released, ReconciliationRequired)',
+      labelNames: ['provider', 'outcome'],
+      buckets: LIFECYCLE_BUCKETS,
+      registers,
+    }),
+    leaseLifetimeSeconds: new Histogram({
+      name: `${METRIC_PREFIX}lease_lifetime_seconds`,
+      help: 'From the provision commit to the final state of the lease, by provider and final state (Released, Failed)',
+      labelNames: ['provider', 'outcome'],
+      buckets: LIFECYCLE_BUCKETS,
+      registers,
+    }),
+    timingErrors: new Counter({
+      name: `${METRIC_PREFIX}lease_timing_errors_total`,
+      help: 'Lease timings that could not be read after their commit (that observation is missing)',
       registers,
     }),
     reconcilerPasses: new Counter({

@@ -4,7 +4,15 @@
 import type { CommitListener } from '../actors/runtime.ts';
 import type { SandlotMetrics, StateSources } from '../lib/metrics.ts';
 import type { Database } from '../store/db.ts';
-import { currentLeaseCounts, outboxLagSeconds, unresolvedAttemptCounts } from '../store/metrics-queries.ts';
+import {
+  currentLeaseCounts,
+  oldestActiveObservationSeconds,
+  oldestUnresolvedAttemptSeconds,
+  openCleanupCounts,
+  outboxLagSeconds,
+  parkedLeaseCounts,
+  unresolvedAttemptCounts,
+} from '../store/metrics-queries.ts';
 import type { QueueJobCount } from './queue-inspection.ts';
 
 /** Counts and times every event the runtime handled (`machine` names the actor definition). */
@@ -23,6 +31,10 @@ export function stateSources(
     leases: () => currentLeaseCounts(db),
     unresolvedAttempts: () => unresolvedAttemptCounts(db),
     outboxLagSeconds: () => outboxLagSeconds(db),
+    oldestAttemptSeconds: () => oldestUnresolvedAttemptSeconds(db),
+    observationAgeSeconds: () => oldestActiveObservationSeconds(db),
+    openCleanups: () => openCleanupCounts(db),
+    parkedLeases: () => parkedLeaseCounts(db),
     ...(queueJobs === undefined ? {} : { queueJobs }),
   };
 }
