@@ -4,7 +4,15 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   {
     // The peer harnesses' engines need bench/peers' own install; `npx tsc -p bench/peers` checks them.
-    ignores: ['node_modules/', 'dist/', '.sandlot/', 'coverage/', 'cli/sandlot.mjs', 'bench/peers/engines/', 'http/typed-client/api.ts'],
+    ignores: [
+      'node_modules/',
+      'dist/',
+      '.sandlot/',
+      'coverage/',
+      'cli/sandlot.mjs',
+      'bench/peers/engines/',
+      'http/typed-client/api.ts',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
