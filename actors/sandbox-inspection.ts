@@ -64,6 +64,11 @@ export interface InspectionDeps {
    * ready (250 ms); the first pause is 10 ms, doubled after each look.
    */
   activeRecheckMs?: number;
+  /**
+   * Told of every answer ready for dispatch, after its closing check (the composition root times a
+   * lease's first: workers/lease-timings.ts). It must not throw or wait: the answer does not wait on it.
+   */
+  onReady?: (lease: LeaseRow) => void;
 }
 
 export interface Readiness {
@@ -262,8 +267,10 @@ export class SandboxInspection {
     const configured = hostCondition?.status === 'True' && hostCondition.reason === 'Configured';
     // The closing check: authority and the pinned selection, after every read and wait above.
     await guard.closing(address.runId, env.runSelectionHash);
+    const lease = last ?? observed ?? first;
+    if (ready) this.deps.onReady?.(lease);
     return {
-      lease: leaseView(last ?? observed ?? first),
+      lease: leaseView(lease),
       environmentRevision: revision,
       readyForDispatch: ready,
       phase: configured && ready ? 'configured' : (seen?.phase ?? null),

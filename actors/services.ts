@@ -5,6 +5,7 @@ import type { AgentHostConfiguration } from '../config/agenthost.ts';
 import type { EnvironmentEvent } from '../machines/environment-events.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
 import type { Database } from '../store/db.ts';
+import type { LeaseRow } from '../store/leases.ts';
 import { BuildTestService, type BuildTestOffer } from './build-test/service.ts';
 import { environmentDefinition } from './environment-definition.ts';
 import { EnvironmentList } from './environment-list.ts';
@@ -83,6 +84,8 @@ export function createServices(deps: {
   networkPolicyWriter?: NetworkPolicyWriter;
   /** Events' protected material read, for resume bootstrap (unset: bootstrap answers 503). */
   runtimeEvents?: RuntimeEvents;
+  /** Told of every inspection answer ready for dispatch (actors/sandbox-inspection.ts). */
+  onReady?: (lease: LeaseRow) => void;
 }): Services {
   const agentHost = deps.agentHost ?? new EmbeddedAgentHost({ db: deps.db });
   const placement = new PlacementService(deps);

@@ -54,7 +54,7 @@ import { startChangeFeed, type ChangeFeed } from '../workers/change-feed.ts';
 import { runnerDeps, startWorkers, type WorkerHost } from '../workers/host.ts';
 import { InProcessEffectQueue } from '../workers/in-process-effect-queue.ts';
 import { countCommits, stateSources } from '../workers/metrics-sources.ts';
-import { timeLeaseSteps } from '../workers/lease-timings.ts';
+import { timeFirstReady, timeLeaseSteps } from '../workers/lease-timings.ts';
 import { reportWorkspaceConflicts } from '../actors/workspace-conflicts.ts';
 import { inProcessJobCounts, inspectQueues, type QueueInspection } from '../workers/queue-inspection.ts';
 import type { Database } from '../store/db.ts';
@@ -247,6 +247,7 @@ export async function composeSandlot(
       ...(runtimeCore === undefined ? {} : { runtimeCore }),
       ...(runtimeEvents === undefined ? {} : { runtimeEvents }),
       ...(networkPolicyWriter === undefined ? {} : { networkPolicyWriter }),
+      ...(metrics === undefined ? {} : { onReady: timeFirstReady(metrics, db) }),
     });
     // An API-only process with Redis still publishes its effects at once; without Redis the worker
     // processes' relays find them in PostgreSQL.

@@ -43,6 +43,8 @@ export interface SandlotMetrics {
   jobWaitSeconds: Histogram<'queue'>;
   /** From a lease's provision commit to its leaving Provisioning (outcome: the state it entered). */
   provisionSeconds: Histogram<'provider' | 'outcome'>;
+  /** From a lease's provision commit to the first inspection that answered it ready for dispatch. */
+  provisionReadySeconds: Histogram<'provider' | 'outcome'>;
   /** From the lease entering Releasing to its leaving it (outcome: the state it entered). */
   releaseSeconds: Histogram<'provider' | 'outcome'>;
   /** From a lease's provision commit to its final state (Released or Failed). */
@@ -195,6 +197,13 @@ export function createMetrics(options: MetricsOptions = {}): SandlotMetrics {
     provisionSeconds: new Histogram({
       name: `${METRIC_PREFIX}provision_duration_seconds`,
       help: 'From the provision commit to the lease leaving Provisioning, by provider and the state it entered (Active, Failed, ReconciliationRequired, Releasing)',
+      labelNames: ['provider', 'outcome'],
+      buckets: LIFECYCLE_BUCKETS,
+      registers,
+    }),
+    provisionReadySeconds: new Histogram({
+      name: `${METRIC_PREFIX}provision_ready_duration_seconds`,
+      help: 'From the provision commit to the first inspection that answered the lease ready for dispatch, by provider (outcome: ready)',
       labelNames: ['provider', 'outcome'],
       buckets: LIFECYCLE_BUCKETS,
       registers,

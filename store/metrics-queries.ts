@@ -127,3 +127,21 @@ export async function leaseTiming(
   );
   return rows[0] ?? null;
 }
+
+/**
+ * Marks a lease's first answer ready for dispatch (migration 0033): its provider and the seconds
+ * from the provision commit, or null when an earlier answer (in any process) already marked it.
+ */
+export async function markFirstReady(
+  q: Queryable,
+  operationId: string,
+): Promise<{ provider: string; sinceProvision: number } | null> {
+  const { rows } = await q.query<{ provider: string; sinceProvision: number }>(
+    `UPDATE sandbox_leases SET first_ready_at = now()
+      WHERE operation_id = $1 AND first_ready_at IS NULL
+      RETURNING provider_identity->>'providerId' AS provider,
+                extract(epoch FROM first_ready_at - created_at)::float8 AS "sinceProvision"`,
+    [operationId],
+  );
+  return rows[0] ?? null;
+}

@@ -5,10 +5,15 @@
 // once: only the commit that left the state sees that transition, and a released or failed lease
 // is never revived. A process that dies between the commit and the read loses that observation
 // (counted nowhere); one that cannot read it counts `sandlot_lease_timing_errors_total`.
+//
+// provision → readyForDispatch is no transition: readiness is an inspection's answer. The first
+// answer ready marks the lease (first_ready_at, set once across processes) and is observed by the
+// process that set it, from the same stored provision time.
 import type { CommitListener, CommitNotice } from '../actors/runtime.ts';
 import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { Queryable } from '../store/db.ts';
-import { leaseTiming } from '../store/metrics-queries.ts';
+import type { LeaseRow } from '../store/leases.ts';
+import { leaseTiming, markFirstReady } from '../store/metrics-queries.ts';
 
 const FINAL = new Set(['Released', 'Failed']);
 
@@ -66,5 +71,35 @@ export function timeLeaseSteps(metrics: SandlotMetrics, db: Queryable): CommitLi
     const steps = leaseSteps(notice.fromState, notice.toState);
     if (steps === null || (steps.provisioned ?? steps.released ?? steps.finished) === null) return;
     observe(notice, steps).catch(() => metrics.timingErrors.inc());
+  };
+}
+
+/** How many leases a process remembers as marked ready, so that later answers ask nothing. */
+const MARKED_MEMORY = 10_000;
+
+/** The inspection's onReady hook: observes provision → readyForDispatch once per lease. */
+export function timeFirstReady(metrics: SandlotMetrics, db: Queryable): (lease: LeaseRow) => void {
+  // Leases this process saw marked (by itself or, as the update found, by another): insertion order,
+  // the oldest forgotten first. Forgetting one costs an update that matches no row, nothing more.
+  const marked = new Set<string>();
+  const remember = (operationId: string) => {
+    marked.add(operationId);
+    if (marked.size > MARKED_MEMORY) marked.delete(marked.values().next().value as string);
+  };
+  return (lease) => {
+    if (marked.has(lease.operationId)) return;
+    remember(lease.operationId);
+    markFirstReady(db, lease.operationId)
+      .then((first) => {
+        if (first !== null)
+          metrics.provisionReadySeconds.observe(
+            { provider: first.provider, outcome: 'ready' },
+            first.sinceProvision,
+          );
+      })
+      .catch(() => {
+        marked.delete(lease.operationId);
+        metrics.timingErrors.inc();
+      });
   };
 }

@@ -1,10 +1,17 @@
 // The numbers on-call is paged on, after real lifecycles through the production composition over
 // PostgreSQL and Redis: one lease provisioned, Active and released (each lease histogram counts it
-// once, labelled with its provider and outcome), and one whose provision the simulated provider
+// once, labelled with its provider and outcome; provision → readyForDispatch is timed from the first
+// inspection that answered ready, once), and one whose provision the simulated provider
 // answers with a 5xx (its attempt stays Unknown, and the oldest-attempt gauge shows its age).
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { composeProduction, project, runLifecycle, type Composed } from './observability-support.ts';
+import {
+  composeProduction,
+  provisionLease,
+  runLifecycle,
+  sender,
+  type Composed,
+} from './observability-support.ts';
 
 function samples(text: string) {
   return text
@@ -109,26 +116,7 @@ describe('lease histograms and on-call gauges (production composition, PostgreSQ
   it('shows the age of an Unknown provision attempt, and times the provision that ended unresolved', async () => {
     const run = 'run-2';
     await c.seed(run);
-    const send = async (path: string, body: unknown) => {
-      const res = await c.request('POST', path, { token: c.user, body });
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-    };
-    const envs = `/api/projects/${project}/runs/${run}/environments`;
-    const env = await send(envs, { idempotencyKey: `env-${run}` });
-    expect(env.status).toBe(201);
-    const base = `${envs}/${env.body['environmentId'] as string}`;
-    const volume = (await send(`${base}/workspace-volumes`, { idempotencyKey: 'ws-1' })).body;
-    const provisioned = await send(`${base}/sandbox/provision`, {
-      idempotencyKey: 'prov-1',
-      workspace: {
-        volumeId: volume['volumeId'],
-        resourceGeneration: volume['resourceGeneration'],
-        dataGeneration: volume['dataGeneration'],
-        mountPath: '/workspace',
-        readOnly: false,
-      },
-      networkPolicyGeneration: 1,
-    });
+    const { provisioned } = await provisionLease(run, sender(c));
     expect(provisioned.status).toBe(202);
     const all = await until(
       'an Unknown attempt older than zero',
@@ -147,5 +135,44 @@ describe('lease histograms and on-call gauges (production composition, PostgreSQ
       pick(all, 'sandlot_provision_duration_seconds_count', { provider: 'simulated', outcome: 'Active' })[0]
         ?.value,
     ).toBe(1);
+  });
+
+  it('times provision → readyForDispatch once per lease: the first inspection answering ready, never a later one', async () => {
+    const run = 'run-ready';
+    await c.seed(run);
+    const send = sender(c);
+    const readyCount = async () =>
+      pick(await scrape(), 'sandlot_provision_ready_duration_seconds_count', {
+        provider: 'simulated',
+        outcome: 'ready',
+      })[0]?.value ?? 0;
+    // run-1's inspections may have found its lease ready before it was released: count from here.
+    const before = await readyCount();
+    const { base, provisioned } = await provisionLease(run, send);
+    expect(provisioned.status).toBe(202);
+    // Readiness needs the network policy verified: the inspection names the generation to check.
+    const inspect = `${base}/sandbox?networkPolicyGeneration=1`;
+    await until(
+      'the lease ready for dispatch',
+      async () => (await send('GET', inspect)).body,
+      (b) => b['readyForDispatch'] === true,
+    );
+    await until('the first ready answer observed', readyCount, (n) => n === before + 1);
+    // Later answers, ready again, observe nothing more.
+    for (let i = 0; i < 3; i++) expect((await send('GET', inspect)).body['readyForDispatch']).toBe(true);
+    const all = await scrape();
+    expect(
+      pick(all, 'sandlot_provision_ready_duration_seconds_count', {
+        provider: 'simulated',
+        outcome: 'ready',
+      })[0]?.value,
+    ).toBe(before + 1);
+    expect(
+      pick(all, 'sandlot_provision_ready_duration_seconds_sum', {
+        provider: 'simulated',
+        outcome: 'ready',
+      })[0]?.value,
+    ).toBeGreaterThan(0);
+    expect(pick(all, 'sandlot_lease_timing_errors_total')[0]?.value).toBe(0);
   });
 });

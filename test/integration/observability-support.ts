@@ -167,20 +167,25 @@ export interface LifecycleResult {
 }
 
 /** register → workspace → provision → Active → release → Released, each request with an x-request-id. */
-export async function runLifecycle(c: Composed, run = 'run-1'): Promise<LifecycleResult> {
-  await c.seed(run);
-  const requestIds: string[] = [];
-  let serial = 0;
-  const send = async (method: string, path: string, body?: unknown) => {
-    const id = `req-${run}-${++serial}`;
-    requestIds.push(id);
-    const res = await c.request(method, path, {
-      token: c.user,
-      ...(body === undefined ? {} : { body }),
-      headers: { 'x-request-id': id },
-    });
+export type Send = (
+  method: string,
+  path: string,
+  body?: unknown,
+) => Promise<{ status: number; body: Record<string, unknown> }>;
+
+/** The caller's token on every request of one run's lease (seeded first with `c.seed(run)`). */
+export function sender(c: Composed): Send {
+  return async (method, path, body) => {
+    const res = await c.request(method, path, { token: c.user, ...(body === undefined ? {} : { body }) });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
+}
+
+/** Registers the run's Environment, creates its Workspace volume and asks for a lease (not awaited). */
+export async function provisionLease(
+  run: string,
+  send: Send,
+): Promise<{ environmentId: string; base: string; provisioned: Awaited<ReturnType<Send>> }> {
   const envs = `/api/projects/${project}/runs/${run}/environments`;
   const registered = await send('POST', envs, { idempotencyKey: `env-${run}` });
   if (registered.status !== 201) throw new Error(`register: ${JSON.stringify(registered)}`);
@@ -198,6 +203,24 @@ export async function runLifecycle(c: Composed, run = 'run-1'): Promise<Lifecycl
     },
     networkPolicyGeneration: 1,
   });
+  return { environmentId, base, provisioned };
+}
+
+export async function runLifecycle(c: Composed, run = 'run-1'): Promise<LifecycleResult> {
+  await c.seed(run);
+  const requestIds: string[] = [];
+  let serial = 0;
+  const send = async (method: string, path: string, body?: unknown) => {
+    const id = `req-${run}-${++serial}`;
+    requestIds.push(id);
+    const res = await c.request(method, path, {
+      token: c.user,
+      ...(body === undefined ? {} : { body }),
+      headers: { 'x-request-id': id },
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const { environmentId, base, provisioned } = await provisionLease(run, send);
   if (provisioned.status !== 202) throw new Error(`provision: ${JSON.stringify(provisioned)}`);
   await until(
     'lease Active',
