@@ -28,17 +28,69 @@ function kindOf(stats: Stats): string {
   return 'a special file';
 }
 
+/** The identity of a directory the walk passed through: a swap for another (or a link) changes it. */
+interface DirIdentity {
+  dev: number;
+  ino: number;
+}
+
+const identityOf = (stats: Stats): DirIdentity => ({ dev: stats.dev, ino: stats.ino });
+
+/**
+ * The directories from the root down to `relative` (a path of directories), each read with lstat
+ * and never followed: a symlink, or anything but a directory on the root's device, anywhere on the
+ * way is refused. `expected`, when given, is the chain an earlier look saw; a difference means a
+ * component was swapped since, which is refused too.
+ */
+async function directoryChain(
+  root: string,
+  relative: string,
+  rootStats: Stats,
+  expected?: readonly DirIdentity[],
+): Promise<DirIdentity[]> {
+  const chain: DirIdentity[] = [identityOf(await lstat(root))];
+  const parts = relative === '' ? [] : relative.split('/');
+  for (let i = 0; i < parts.length; i++) {
+    const prefix = parts.slice(0, i + 1).join('/');
+    const stats = await lstat(join(root, prefix));
+    if (stats.isFile()) {
+      // A file where a directory is named: nothing lies below it (readOutputs reports it missing).
+      throw Object.assign(new Error(`${prefix} is a file, not a directory`), { code: 'ENOTDIR' });
+    }
+    if (!stats.isDirectory()) throw new CaptureRefused(`${prefix} is ${kindOf(stats)}, not a directory`);
+    if (stats.dev !== rootStats.dev) throw new CaptureRefused(`${prefix} is on another mount`);
+    chain.push(identityOf(stats));
+  }
+  if (expected !== undefined) {
+    const same =
+      expected.length === chain.length &&
+      expected.every((id, i) => id.dev === chain[i]!.dev && id.ino === chain[i]!.ino);
+    if (!same)
+      throw new CaptureRefused(`${relative === '' ? 'the root' : relative} changed while it was read`);
+  }
+  return chain;
+}
+
+const parentOf = (path: string): string => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
+
 /** Every regular file of the repository at `root`, in walk order (construct sorts them). */
 export async function collectTree(root: string, signal: AbortSignal): Promise<PackageFile[]> {
   const rootStats = await lstat(root);
   if (!rootStats.isDirectory()) throw new CaptureRefused('the prepared repository is not a directory');
   const files: PackageFile[] = [];
   let bytes = 0;
-  const pending: string[] = [''];
+  // Each directory with the chain of directories the walk saw down to it: readdir and open follow
+  // links in the components of their path, so the chain is read again, unfollowed, before each
+  // directory is listed and after each file is read, and a component swapped meanwhile is refused.
+  const pending: { relative: string; chain: DirIdentity[] }[] = [
+    { relative: '', chain: [identityOf(rootStats)] },
+  ];
   while (pending.length > 0) {
     signal.throwIfAborted();
-    const relative = pending.pop()!;
+    const { relative, chain } = pending.pop()!;
+    await directoryChain(root, relative, rootStats, chain);
     const names = await readdir(join(root, relative), { encoding: 'buffer' });
+    await directoryChain(root, relative, rootStats, chain);
     for (const raw of names) {
       let name: string;
       try {
@@ -53,7 +105,7 @@ export async function collectTree(root: string, signal: AbortSignal): Promise<Pa
       const stats = await lstat(join(root, path));
       if (stats.dev !== rootStats.dev) throw new CaptureRefused(`${path} is on another mount`);
       if (stats.isDirectory()) {
-        pending.push(path);
+        pending.push({ relative: path, chain: [...chain, identityOf(stats)] });
         continue;
       }
       if (!stats.isFile()) throw new CaptureRefused(`${path} is ${kindOf(stats)}`);
@@ -63,7 +115,9 @@ export async function collectTree(root: string, signal: AbortSignal): Promise<Pa
       if (bytes > MAX_TOTAL_FILE_BYTES) {
         throw new CaptureRefused(`the tree holds more than ${MAX_TOTAL_FILE_BYTES} bytes of content`);
       }
-      files.push({ path, mode: modeOf(stats), content: await readStable(root, path, stats) });
+      const content = await readStable(root, path, stats);
+      await directoryChain(root, relative, rootStats, chain);
+      files.push({ path, mode: modeOf(stats), content });
     }
   }
   return files;
@@ -78,12 +132,18 @@ export async function readOutputs(
   paths: readonly string[],
 ): Promise<Map<string, Buffer | null>> {
   const read = new Map<string, Buffer | null>();
+  const rootStats = await lstat(root);
+  if (!rootStats.isDirectory()) throw new CaptureRefused('the prepared repository is not a directory');
   for (const path of paths) {
     const problem = pathProblem(path);
     if (problem !== undefined)
       throw new CaptureRefused(`the declared output ${JSON.stringify(path)} ${problem}`);
     let stats: Stats;
+    let chain: DirIdentity[];
     try {
+      // No component on the way to the output is followed: a directory swapped for a link to
+      // elsewhere must not make a file outside the repository the evidence.
+      chain = await directoryChain(root, parentOf(path), rootStats);
       stats = await lstat(join(root, path));
     } catch (error) {
       if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) {
@@ -93,7 +153,9 @@ export async function readOutputs(
       throw error;
     }
     if (!stats.isFile()) throw new CaptureRefused(`the declared output ${path} is ${kindOf(stats)}`);
-    read.set(path, await readStable(root, path, stats));
+    const content = await readStable(root, path, stats);
+    await directoryChain(root, parentOf(path), rootStats, chain);
+    read.set(path, content);
   }
   return read;
 }

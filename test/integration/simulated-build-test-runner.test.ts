@@ -288,6 +288,25 @@ describe('SimulatedBuildTestRunner', () => {
     }
   });
 
+  it('follows no link on the way to a file: a linked directory makes neither an output nor a captured file', async () => {
+    // A directory outside the repository holding the very files the command declares.
+    const outside = await mkdtemp(join(tmpdir(), 'sandlot-bt-outside-'));
+    await writeFile(join(outside, 'junit.xml'), '<testsuites/>\n');
+    await writeFile(join(outside, 'out.txt'), 'x');
+    try {
+      const v1 = await operation(1, ['reports/junit.xml']);
+      const first = await runToCollector(v1, { delete: ['reports'], symlinks: { reports: outside } });
+      expect(first.collector).toMatchObject({ state: 'failed', reason: 'capture-refused' });
+      if (first.collector.state === 'failed')
+        expect(first.collector.message).toContain('reports is a symlink');
+      const v2 = await operation(2, ['linked/out.txt']);
+      const second = await runToCollector(v2, { symlinks: { linked: outside } });
+      expect(second.collector).toMatchObject({ state: 'failed', reason: 'capture-refused' });
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
   it('refuses to capture an undeclared changed file', async () => {
     const op = await operation(2, ['out.txt']);
     const { collector } = await runToCollector(op, { write: { 'out.txt': 'x', 'README.md': '# changed\n' } });
