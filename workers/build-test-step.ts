@@ -33,6 +33,7 @@ import type {
 import type { CallOptions, OwnerBinding } from '../providers/provider.ts';
 import { readBuildTestOperationById, type BuildTestOperationRow } from '../store/build-test-operations.ts';
 import type { Queryable } from '../store/db.ts';
+import { MAX_DOCUMENT_BYTES } from '../formats/awscapt2/document-limits.ts';
 import { readLeaseByOperation } from '../store/leases.ts';
 
 export interface BuildTestWorkerDeps {
@@ -285,6 +286,12 @@ function receiptProblem(
     return 'the collector receipt names another request fingerprint';
   if (receipt.version !== command.version) return 'the collector receipt is for another command version';
   if (command.version === 2 && receipt.capture === null) return 'a version 2 receipt names no capture';
+  // Whatever runner answered, a capture longer than the format allows is not one to serve or acknowledge.
+  if (
+    receipt.capture !== null &&
+    !(receipt.capture.length >= 1 && receipt.capture.length <= MAX_DOCUMENT_BYTES)
+  )
+    return `the collector receipt's capture length is not 1-${MAX_DOCUMENT_BYTES} bytes`;
   const declared = new Set(command.outputs);
   if (receipt.outputs.length !== declared.size || receipt.outputs.some((o) => !declared.has(o.path)))
     return 'the collector receipt does not list exactly the declared outputs';

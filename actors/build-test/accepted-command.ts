@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { identifierSchema } from '../../machines/environment-events.ts';
-import { MAX_FILES, MAX_SEED_BYTES } from '../../formats/awscapt2/document-limits.ts';
+import { MAX_DOCUMENT_BYTES, MAX_FILES, MAX_SEED_BYTES } from '../../formats/awscapt2/document-limits.ts';
 import { sha256HexSchema } from '../../formats/awscapt2/document-manifest.ts';
 import { pathProblem } from '../../formats/awscapt2/repository-path.ts';
 
@@ -160,7 +160,7 @@ export const journalAcknowledgmentSchema = z.strictObject({
   /** The exact capture it acknowledges. */
   capture: z.strictObject({
     sha256: sha256HexSchema,
-    length: z.number().int().min(1),
+    length: z.number().int().min(1).max(MAX_DOCUMENT_BYTES),
     requestFingerprint: sha256HexSchema,
     collectorPodUid: z.string().min(1).max(128).regex(NO_CONTROL),
     commandPodUid: z.string().min(1).max(128).regex(NO_CONTROL),

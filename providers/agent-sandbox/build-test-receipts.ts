@@ -3,6 +3,7 @@
 // path and the command Pod's UID; the collector's answer must be bound to its own Pod UID, the
 // operation, checkpoint, request fingerprint and version, and list exactly the declared outputs.
 import { z } from 'zod';
+import { MAX_DOCUMENT_BYTES } from '../../formats/awscapt2/document-limits.ts';
 import type { CollectorFailure, CollectorReceipt, PreparationReceipt } from '../build-test.ts';
 import { COLLECTOR_CONTAINER } from './build-test-names.ts';
 import type { HelperRequest } from './build-test-pods.ts';
@@ -25,7 +26,10 @@ const receiptSchema = z.strictObject({
   requestFingerprint: hex64,
   version: z.union([z.literal(1), z.literal(2)]),
   outputs: z.array(z.strictObject({ path: z.string(), size: z.number().int().min(0), sha256: hex64 })),
-  capture: z.strictObject({ sha256: hex64, length: z.number().int().positive() }).nullable(),
+  // No sealed document is longer than the format allows; a larger length is no capture of ours.
+  capture: z
+    .strictObject({ sha256: hex64, length: z.number().int().positive().max(MAX_DOCUMENT_BYTES) })
+    .nullable(),
 });
 
 const answerSchema = z.discriminatedUnion('state', [
