@@ -186,6 +186,13 @@ async function currentCommand(
   return current;
 }
 
+/** The command Pod an earlier attempt recorded (its UID known), or null when none was. */
+function recordedPod(stored: Record<string, unknown> | null): PodRef | null {
+  return stored !== null && typeof stored['uid'] === 'string' && typeof stored['name'] === 'string'
+    ? (stored as unknown as PodRef)
+    : null;
+}
+
 async function runCommand(
   deps: BuildTestWorkerDeps,
   row: BuildTestOperationRow,
@@ -195,14 +202,32 @@ async function runCommand(
   command: ReturnType<typeof acceptedCommandSchema.parse>,
   options: CallOptions,
 ): Promise<AttemptOutcome> {
-  const actor = deps.workerActor(binding.checkpoint.tenantId);
-  const seed = command.version === 2 ? await deps.core.workspaceSeed(actor, command, options.signal) : null;
-  const pod = await deps.runner.startCommand(
-    { binding, placement, profile, command: specOf(row), seed },
-    options,
-  );
+  // Once a command Pod is recorded, the step only looks at that Pod: starting it again would run the
+  // command twice if it had vanished, so a recorded Pod that is gone ends the operation Interrupted.
+  const recorded = recordedPod(row.commandPod);
+  let pod: PodRef;
+  if (recorded !== null) {
+    pod = recorded;
+  } else {
+    const actor = deps.workerActor(binding.checkpoint.tenantId);
+    const seed = command.version === 2 ? await deps.core.workspaceSeed(actor, command, options.signal) : null;
+    pod = await deps.runner.startCommand(
+      { binding, placement, profile, command: specOf(row), seed },
+      options,
+    );
+  }
   for (;;) {
     const seen = await deps.runner.observeCommand(binding, placement, options);
+    if (seen.state === 'absent' && recorded !== null) {
+      return stepped('interrupted', {
+        commandPod: { ...pod },
+        error: {
+          code: 'command-pod-vanished',
+          message: `the command Pod ${pod.uid} recorded for this operation is gone; it is not started again`,
+        },
+      });
+    }
+    // Just created and not seen yet: uncertain, and the next look is at this recorded Pod.
     if (seen.state === 'absent') return stepped('unknown', { commandPod: { ...pod } });
     const commandPod = { ...seen.pod };
     if (seen.pod.uid !== pod.uid) return failed('pod-mismatch', 'the command Pod is not the one started');

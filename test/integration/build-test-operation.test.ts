@@ -50,6 +50,7 @@ interface Operation {
   capture: { sha256: string; length: number } | null;
   collectorReceipt: Record<string, unknown> | null;
   acknowledgment: Record<string, unknown> | null;
+  error: Record<string, unknown> | null;
   cleanedAt: string | null;
   createdAt: string;
   updatedAt: string;
@@ -367,6 +368,32 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
       `SELECT count(*) AS n FROM simulated_build_test_pods WHERE operation_id = 'op-cp-slow' AND role = 'command'`,
     );
     expect(Number(rows[0]?.n)).toBe(1);
+  });
+
+  it('a recorded command Pod that vanished ends the operation Interrupted: it is never started again', async () => {
+    await acceptVersion2('cp-vanish', []);
+    runner.setPlan('op-cp-vanish', { durationMs: 30_000 });
+    expect((await create('cp-vanish')).status).toBe(202);
+    const running = await eventually('the command Pod recorded', async () => {
+      const { operation } = await read('op-cp-vanish');
+      return operation.pods.command !== null && operation.state === 'Running' ? operation : undefined;
+    });
+    // Someone deletes the command Pod (the simulated cluster's row of it).
+    await h.db.query(
+      `DELETE FROM simulated_build_test_pods WHERE operation_id = 'op-cp-vanish' AND role = 'command'`,
+    );
+    const reconciled = await h.request('POST', `${commands()}/op-cp-vanish/reconcile`, {
+      token: s.token,
+      body: { checkpoint: checkpoint('cp-vanish'), expectedBinding: await binding() },
+    });
+    expect([200, 202]).toContain(reconciled.status);
+    const done = await settled('op-cp-vanish', 'Interrupted');
+    expect(done.error).toMatchObject({ code: 'command-pod-vanished' });
+    expect(done.pods.command?.uid).toBe(running.pods.command?.uid);
+    const { rows } = await h.db.query<{ n: string }>(
+      `SELECT count(*) AS n FROM simulated_build_test_pods WHERE operation_id = 'op-cp-vanish' AND role = 'command'`,
+    );
+    expect(Number(rows[0]?.n)).toBe(0);
   });
 
   it('workers stopped mid-command: new workers (and a new runner) resume the same Pod, and capture once', async () => {
