@@ -231,7 +231,8 @@ export async function buildTestDemo(d: BuildTestDemo): Promise<void> {
     'POST',
     `${bt}/commands/${operationId}/workspace-capture/acknowledge`,
     user,
-    acknowledgment,
+    // The original command request travels with the acknowledgment.
+    { request: { checkpoint, expectedBinding: prepared.body.binding }, acknowledgment },
   );
   out.line('✓ acknowledgment verified by Core and saved; deleting the exact Pods');
   const cleaned = await waitFor(

@@ -244,10 +244,7 @@ export class BuildTestService {
   ): Promise<BuildTestOperationResult> {
     const { guard, offer } = await this.#open(actor, address);
     const before = await this.#row(address, operationId);
-    if (
-      !sameJson(before.checkpoint, request.checkpoint) ||
-      !sameJson(before.expectedBinding, request.expectedBinding)
-    ) {
+    if (!sameRequest(before, request)) {
       throw new BuildTestRefusedError(
         'build-test-reconcile-mismatch',
         'a reconcile names the checkpoint and binding of the original request, exactly',
@@ -357,11 +354,14 @@ export class BuildTestService {
     actor: BuildTestActor,
     address: EnvironmentAddress,
     operationId: string,
-    acknowledgment: JournalAcknowledgment,
+    { request, acknowledgment }: { request: BuildTestCommandRequest; acknowledgment: JournalAcknowledgment },
   ): Promise<BuildTestOperationResult> {
     const { guard, offer } = await this.#open(actor, address);
     const row = await this.#row(address, operationId);
-    const problem = acknowledgmentProblem(row, operationId, acknowledgment);
+    // The original request, exactly: the checkpoint and binding the operation was reserved with.
+    const problem = sameRequest(row, request)
+      ? acknowledgmentProblem(row, operationId, acknowledgment)
+      : 'the request names another checkpoint or binding than the operation was reserved with';
     if (problem !== null) throw new BuildTestRefusedError('build-test-acknowledgment-mismatch', problem);
     if (row.acknowledgment !== null) {
       if (!sameJson(row.acknowledgment, acknowledgment)) {
@@ -546,4 +546,11 @@ export class BuildTestService {
     if (row === null) throw new BuildTestOperationNotFoundError(operationId);
     return row;
   }
+}
+
+/** The operation's original command request: its checkpoint and expected binding, exactly. */
+function sameRequest(row: BuildTestOperationRow, request: BuildTestCommandRequest): boolean {
+  return (
+    sameJson(row.checkpoint, request.checkpoint) && sameJson(row.expectedBinding, request.expectedBinding)
+  );
 }

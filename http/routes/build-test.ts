@@ -105,7 +105,15 @@ export const buildTestCommandBody = z
   .strictObject({ checkpoint: checkpointRefSchema, expectedBinding })
   .meta({ id: 'BuildTestCommandRequest' });
 
-export const acknowledgeBody = journalAcknowledgmentSchema.meta({ id: 'BuildTestJournalAcknowledgment' });
+// The original command request beside the acknowledgment (the seed: "the original API request and
+// exact Events journal acknowledgment"), so an acknowledgment is saved only by a caller naming the
+// checkpoint and binding the operation was reserved with.
+export const acknowledgeBody = z
+  .strictObject({
+    request: buildTestCommandBody,
+    acknowledgment: journalAcknowledgmentSchema.meta({ id: 'BuildTestJournalAcknowledgment' }),
+  })
+  .meta({ id: 'BuildTestAcknowledgeRequest' });
 
 const bindingQuery = z.object({
   sessionId: identifierSchema.meta({ param: { name: 'sessionId', in: 'query' }, example: 'session-1' }),

@@ -7,6 +7,11 @@ export type AbandonSandbox = {
   idempotencyKey: string;
 };
 
+export type BuildTestAcknowledgeRequest = {
+  request: BuildTestCommandRequest;
+  acknowledgment: BuildTestJournalAcknowledgment;
+};
+
 export type BuildTestBindingPreparation = {
   sessionId: string;
   executionProfileReference: string;
@@ -1788,7 +1793,7 @@ export interface Paths {
         operationId: string;
       };
       query: never;
-      body: BuildTestJournalAcknowledgment;
+      body: BuildTestAcknowledgeRequest;
       responses: {
         200: SandboxBuildTestOperationResult;
         202: SandboxBuildTestOperationResult;

@@ -152,7 +152,7 @@ describe.skipIf(skipWithoutCrds)('BuildTest over HTTP on the Agent Sandbox adapt
       `${routes}/commands/${command.operationId}/workspace-capture/acknowledge`,
       {
         token: s.token,
-        body: ack,
+        body: { request: { checkpoint, expectedBinding: binding }, acknowledgment: ack },
       },
     );
     expect(acked.status).toBe(202);

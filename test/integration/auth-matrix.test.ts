@@ -206,7 +206,10 @@ const routes: Route[] = [
     name: 'build-test acknowledge',
     method: 'POST',
     path: (s) => `${buildTest(s)}/commands/op-cp-1/workspace-capture/acknowledge`,
-    body: () => routeAcknowledgment,
+    body: (s, operationId) => ({
+      request: buildTestCommand(s, operationId),
+      acknowledgment: routeAcknowledgment,
+    }),
     needs: write,
   },
   {

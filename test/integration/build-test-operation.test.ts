@@ -201,17 +201,34 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
 
     // An acknowledgment Core does not vouch for is refused, and nothing changes.
     const ack = acknowledgmentOf(command, done);
+    // The acknowledgment travels with the original command request.
+    const original = { checkpoint: checkpoint('cp-v2'), expectedBinding: await binding() };
     const unverified = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
       token: s.token,
-      body: ack,
+      body: { request: original, acknowledgment: ack },
     });
     expect(unverified.status).toBe(409);
     expect((await read('op-cp-v2')).operation.acknowledgment).toBeNull();
 
     expect(await registerAdmission(h.db, ack, 'events')).toBe('created');
+    // Another request than the operation's original is refused, however good the acknowledgment.
+    for (const request of [
+      { ...original, checkpoint: checkpoint('cp-other') },
+      { ...original, expectedBinding: { ...original.expectedBinding, providerFence: 2 } },
+    ]) {
+      const mismatch = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
+        token: s.token,
+        body: { request, acknowledgment: ack },
+      });
+      expect(mismatch.status).toBe(409);
+      expect(await json(mismatch)).toMatchObject({
+        type: 'urn:sandlot:problem:build-test-acknowledgment-mismatch',
+      });
+      expect((await read('op-cp-v2')).operation.acknowledgment).toBeNull();
+    }
     const acked = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
       token: s.token,
-      body: ack,
+      body: { request: original, acknowledgment: ack },
     });
     expect(acked.status).toBe(202);
     const cleaned = await eventually('the Pods deleted', async () => {
@@ -222,13 +239,13 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     // A replay keeps the stored acknowledgment; another one is refused.
     const replay = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
       token: s.token,
-      body: ack,
+      body: { request: original, acknowledgment: ack },
     });
     expect(replay.status).toBe(200);
     expect((await json<Result>(replay)).replay).toBe(true);
     const other = await h.request('POST', `${commands()}/op-cp-v2/workspace-capture/acknowledge`, {
       token: s.token,
-      body: { ...ack, journalPosition: 8 },
+      body: { request: original, acknowledgment: { ...ack, journalPosition: 8 } },
     });
     expect(other.status).toBe(409);
     // After acknowledgment the capture is read through Source Control.

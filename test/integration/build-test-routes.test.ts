@@ -108,7 +108,7 @@ const routes: Route[] = [
     name: 'acknowledge',
     method: 'POST',
     path: (s, op = 'op-cp-1') => `${bt(s)}/commands/${op}/workspace-capture/acknowledge`,
-    body: () => acknowledgment,
+    body: (s) => ({ request: commandBody(s), acknowledgment }),
   },
 ];
 
@@ -285,13 +285,21 @@ describe('BuildTest routes: refusals before anything runs', () => {
     [
       'acknowledge at journal position 0',
       routes[5]!,
-      () => ({ body: { ...acknowledgment, journalPosition: 0 } }),
+      (s) => ({
+        body: { request: commandBody(s), acknowledgment: { ...acknowledgment, journalPosition: 0 } },
+      }),
     ],
-    ['acknowledge with an unknown field', routes[5]!, () => ({ body: { ...acknowledgment, extra: true } })],
+    [
+      'acknowledge with an unknown field',
+      routes[5]!,
+      (s) => ({ body: { request: commandBody(s), acknowledgment, extra: true } }),
+    ],
     [
       'acknowledge without a capture',
       routes[5]!,
-      () => ({ body: { ...acknowledgment, capture: undefined } }),
+      (s) => ({
+        body: { request: commandBody(s), acknowledgment: { ...acknowledgment, capture: undefined } },
+      }),
     ],
     [
       'binding-preparation without a session',

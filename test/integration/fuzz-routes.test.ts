@@ -194,7 +194,10 @@ const routes: Route[] = [
     name: 'build-test acknowledge',
     method: 'POST',
     path: (p) => `${base(p)}/sandbox/build-test/commands/${p['operationId']}/workspace-capture/acknowledge`,
-    body: () => ({ ...routeAcknowledgment }),
+    body: (s, operationId) => ({
+      request: buildTestCommand(s, operationId),
+      acknowledgment: { ...routeAcknowledgment },
+    }),
   },
 ];
 
