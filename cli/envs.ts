@@ -137,7 +137,7 @@ async function listPage(
 }
 
 /** `<project>/<run>/<environmentId>`, or a bare `env_…` looked up in --project's list. */
-async function resolve(remote: Remote, target: string, project: string | undefined): Promise<Address> {
+export async function resolve(remote: Remote, target: string, project: string | undefined): Promise<Address> {
   const parts = target.split('/');
   if (parts.length === 3 && parts.every((p) => p !== '')) {
     const [projectId = '', runId = '', environmentId = ''] = parts;
@@ -164,7 +164,11 @@ async function resolve(remote: Remote, target: string, project: string | undefin
   throw new RemoteError(`no Environment ${target} in project ${project} that this token may read`);
 }
 
-const pathOf = (a: Address) => ({ projectId: a.projectId, runId: a.runId, environmentId: a.environmentId });
+export const pathOf = (a: Address) => ({
+  projectId: a.projectId,
+  runId: a.runId,
+  environmentId: a.environmentId,
+});
 
 /** The current lease, or null when the Environment has none (404 lease-not-found). */
 async function leaseOf(remote: Remote, address: Address): Promise<SandboxLease | null> {

@@ -11,6 +11,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { ConfigError } from '../config/errors.ts';
 import { sandboxStates } from '../machines/environment-context.ts';
 import type { AttemptsOptions, FenceOptions, ListOptions, ReleaseOptions, TargetOptions } from './envs.ts';
+import type { HistoryOptions } from './history.ts';
 import type { TrustOptions } from './hosts.ts';
 import {
   DEFAULT_INSPECTOR_PORT,
@@ -303,10 +304,14 @@ function buildProgram(): Command {
 
   command(program, 'history')
     .description("print an Environment's journal as a table: revision, time, event, source, states, fences")
-    .argument('<environmentId>', 'the Environment (env_…)')
+    .argument('<environmentId>', 'the Environment (env_…; with --url also <project>/<run>/<environmentId>)')
     .option('--json', 'print the rows as one JSON array instead of a table', false)
+    .option('--url <url>', "read through this running server's journal route instead of the database")
+    .option('--project <project>', 'with --url: where to look for a bare env_…')
+    .option('--token <token>', 'with --url: a bearer token (see `sandlot envs --help`)')
+    .option('--token-file <file>', 'with --url: read the bearer token from this file')
     .addHelpText('after', examples('sandlot history env_abc…', 'sandlot history env_abc… --json | jq .'))
-    .action(async (environmentId: string, options: { json: boolean }) =>
+    .action(async (environmentId: string, options: HistoryOptions) =>
       (await import('./history.ts')).historyCommand(environmentId, options),
     );
 

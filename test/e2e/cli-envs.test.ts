@@ -100,6 +100,11 @@ describe('sandlot envs and attempts through the API of an embedded serve', () =>
     expect(attempts.code, attempts.stderr).toBe(0);
     expect(attempts.stdout).toMatch(/\.provision\.1\s+provision\s+Succeeded/);
     expect(attempts.stdout).toMatch(/\.release\.\d+\s+release\s+Succeeded/);
+    // history through the journal route, beside the running serve.
+    const history = await runCli(['history', '--url', url, demoEnv], env);
+    expect(history.code, history.stderr).toBe(0);
+    expect(history.stdout).toMatch(/^REV\s+TIME\s+EVENT/);
+    expect(history.stdout).toContain('environment.release');
     const unresolved = await runCli(['attempts', '--url', url, demoEnv, '--unresolved', '--json'], env);
     expect(unresolved.code).toBe(0);
     expect((JSON.parse(unresolved.stdout) as { attempts: unknown[] }).attempts).toEqual([]);
