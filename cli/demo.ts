@@ -9,17 +9,14 @@
 // releases the Environment, waits for Released, and prints the provider attempts and the
 // Environment's journal as timelines.
 import { randomBytes } from 'node:crypto';
-import { access } from 'node:fs/promises';
-import path from 'node:path';
-import { loadOrCreateDevKey } from '../http/auth/dev-key.ts';
-import { mintDevToken } from '../http/auth/mint.ts';
 import { configFromEnvironment, dataDirOf } from './context.ts';
 import { UsageError } from './usage.ts';
 import { Client, DemoError, output, pad, seconds, waitFor } from './demo-client.ts';
 import { buildTestDemo } from './demo-build-test.ts';
 import { suspendResumeDemo } from './demo-suspend-resume.ts';
+import { DEMO_SUBJECT, devMinter } from './local-token.ts';
 
-const SUBJECT = 'demo-user';
+const SUBJECT = DEMO_SUBJECT;
 const POLICY_GENERATION = 1;
 
 interface Lease {
@@ -54,19 +51,6 @@ interface Attempt {
   resolution: string | null;
   error: { code: string; message: string } | null;
   receipt: unknown;
-}
-
-async function devKey(dataDir: string): Promise<Uint8Array> {
-  const file = path.join(dataDir, 'dev-signing-key');
-  try {
-    await access(file);
-  } catch {
-    throw new DemoError(
-      `no dev signing key at ${file}. Run the demo from the directory \`sandlot serve\` runs in, ` +
-        "with the same SANDLOT_DATA_DIR, so its tokens are signed with the server's key",
-    );
-  }
-  return loadOrCreateDevKey(dataDir);
 }
 
 function timeline(attempts: Attempt[]): string[] {
@@ -162,17 +146,7 @@ export async function demoCommand(options: DemoOptions): Promise<void> {
   if (health.body.status !== 'ok') throw new DemoError(`${url} answers, but not like a Sandlot server`);
 
   const dataDir = dataDirOf(config);
-  const key = await devKey(dataDir);
-  const mint = (subject: string, operator: boolean) =>
-    mintDevToken({
-      key,
-      issuer: config.auth.issuer,
-      audience: config.auth.audience,
-      tenant,
-      subject,
-      operator,
-      ttlSeconds: 15 * 60,
-    });
+  const mint = await devMinter(config, tenant);
   const operator = await mint('demo-operator', true);
   const user = await mint(SUBJECT, false);
   out.line(`sandlot demo against ${url} (tenant ${tenant}, project ${project}; dev key in ${dataDir})`);

@@ -6,9 +6,12 @@ import { visibleEvent } from '../actors/journal.ts';
 import { environmentMachine } from '../machines/environment.ts';
 import type { JournalEntry } from '../store/journal.ts';
 import { readEnvironmentJournal } from './journal-reader.ts';
+import type { RemoteOptions } from './remote.ts';
 
-export interface HistoryOptions {
+export interface HistoryOptions extends RemoteOptions {
   json: boolean;
+  /** Where the Environment is looked up for a bare env_… read through the API. */
+  project?: string;
 }
 
 export interface HistoryRow {
@@ -111,7 +114,36 @@ export function historyTable(rows: readonly HistoryRow[]): string {
   return [format(header), ...lines.map(format)].join('\n');
 }
 
+/** The journal route's rows (events already show only their visible fields). */
+async function remoteRows(target: string, options: HistoryOptions): Promise<HistoryRow[]> {
+  const [{ connect, expect }, { pathOf, resolve }] = await Promise.all([
+    import('./remote.ts'),
+    import('./envs.ts'),
+  ]);
+  const remote = await connect(options);
+  const address = await resolve(remote, target, options.project);
+  const answer = await remote.client.call(
+    'get',
+    '/api/projects/{projectId}/runs/{runId}/environments/{environmentId}/journal',
+    { path: pathOf(address) },
+  );
+  return expect(answer, [200]).entries.map((e) => ({
+    revision: e.revision,
+    recordedAt: e.recordedAt,
+    event: e.event,
+    source: e.source,
+    actor: e.actor,
+    from: e.from ?? null,
+    to: e.to ?? null,
+    fences: fencesOf(e.event),
+  }));
+}
+
 export async function historyCommand(environmentId: string, options: HistoryOptions): Promise<void> {
-  const rows = historyRows(await readEnvironmentJournal(environmentId));
+  // --url reads through a running server's API, so it works beside an embedded serve.
+  const rows =
+    options.url === undefined
+      ? historyRows(await readEnvironmentJournal(environmentId))
+      : await remoteRows(environmentId, options);
   process.stdout.write(options.json ? `${JSON.stringify(rows, null, 2)}\n` : `${historyTable(rows)}\n`);
 }

@@ -44,7 +44,9 @@ export async function refuseWhileServing(config: Config): Promise<void> {
   if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
     throw new JournalReadError(
       `sandlot serve (pid ${pid}) has the embedded database in ${dataDirOf(config)} open; stop it ` +
-        'first (one process at a time may open it), or run Sandlot on PostgreSQL (DATABASE_URL)',
+        'first (one process at a time may open it), or run Sandlot on PostgreSQL (DATABASE_URL). ' +
+        'This command reads the database itself, across tenants and with every source, which no API ' +
+        'route serves; while serve runs, `sandlot envs show` and `sandlot attempts` read through its API',
     );
   }
 }

@@ -9,6 +9,9 @@
 // long-running commands (serve, worker). A script can read stdout without ever meeting a log line.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../config/errors.ts';
+import { sandboxStates } from '../machines/environment-context.ts';
+import type { AttemptsOptions, FenceOptions, ListOptions, ReleaseOptions, TargetOptions } from './envs.ts';
+import type { HistoryOptions } from './history.ts';
 import type { TrustOptions } from './hosts.ts';
 import {
   DEFAULT_INSPECTOR_PORT,
@@ -58,6 +61,30 @@ function inspectOption(): Option {
 /** The relay's URL from `--inspect`'s value, or undefined when inspection is off. */
 const inspectUrl = (value: string | boolean | undefined): string | undefined =>
   inspectTarget(value) ?? undefined;
+
+/** A whole number in [min, max], for page sizes and fences. */
+const parseWhole = (min: number, max: number) => (value: string) => {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n < min || n > max)
+    throw new InvalidArgumentError(`must be a whole number ${min}-${max}, got "${value}"`);
+  return n;
+};
+
+/** The options every command that talks to a running server takes (cli/remote.ts). */
+function remoteOptions(sub: Command): Command {
+  return sub
+    .option('--url <url>', 'the server (default SANDLOT_URL or http://127.0.0.1:8080)')
+    .option('--token <token>', 'a bearer token (visible to other local users: prefer the two below)')
+    .option('--token-file <file>', 'read the bearer token from this file')
+    .option('--tenant <tenant>', 'embedded, no token given: the tenant of the minted dev token', undefined)
+    .option('--sub <subject>', 'embedded, no token given: its subject (default demo-user)')
+    .option('--json', 'print JSON (the list: one Environment a line) instead of a table', false);
+}
+
+const remoteHelp =
+  '\nThe token comes from --token, --token-file or SANDLOT_TOKEN. Without one, beside an embedded `sandlot serve`\n' +
+  '(same SANDLOT_DATA_DIR) a dev token is minted for demo-user in tenant demo, as `sandlot demo` does.\n' +
+  'An Environment is <project>/<run>/<environmentId>, or env_… with --project. A refusal exits 1.\n';
 
 /** Set by the action that runs: serve and worker keep running after their action resolved. */
 let running: { name: string; longRunning: boolean } = { name: 'sandlot', longRunning: false };
@@ -174,6 +201,92 @@ function buildProgram(): Command {
       }) => (await import('./demo.ts')).demoCommand(options),
     );
 
+  const envs = command(program, 'envs')
+    .description("a running server's Environments, through its API: list, show, release, abandon, reconcile")
+    .addHelpText(
+      'after',
+      examples('sandlot envs list --project demo', 'sandlot envs show demo/run-1/env_abc…'),
+    );
+  remoteOptions(command(envs, 'list'))
+    .description("list a project's (or one run's) Environments, newest first")
+    .requiredOption('--project <project>', 'the project')
+    .option('--run <run>', 'only this run')
+    .addOption(
+      new Option('--state <state>', 'lifecycle state').choices(['Registered', 'Releasing', 'Released']),
+    )
+    .addOption(new Option('--sandbox-state <state>', 'sandbox state').choices(sandboxStates))
+    .option('--unresolved', 'only Environments with unresolved attempts (a blocked release)')
+    .option('--pending-cleanups', 'only Environments with open late-resource cleanups')
+    .option('--updated-since <time>', 'only Environments changed at or after this RFC 3339 time')
+    .option('--limit <n>', 'page size 1-200 (default 50)', parseWhole(1, 200))
+    .option('--cursor <cursor>', 'the next page, as the previous one printed')
+    .option('--all', 'follow the cursor through every page')
+    .addHelpText(
+      'after',
+      remoteHelp + examples('sandlot envs list --project demo --state Registered --json | jq .'),
+    )
+    .action(async (options: ListOptions) => (await import('./envs.ts')).listEnvironments(options));
+  remoteOptions(command(envs, 'show'))
+    .description("an Environment's lifecycle and its current lease")
+    .argument('<environment>', '<project>/<run>/<environmentId>, or env_… with --project')
+    .option('--project <project>', 'where to look for a bare env_…')
+    .addHelpText('after', remoteHelp + examples('sandlot envs show demo/run-1/env_abc…'))
+    .action(async (target: string, options: TargetOptions) =>
+      (await import('./envs.ts')).showEnvironment(target, options),
+    );
+  remoteOptions(command(envs, 'release'))
+    .description('release an Environment (and its lease)')
+    .argument('<environment>', '<project>/<run>/<environmentId>, or env_… with --project')
+    .option('--project <project>', 'where to look for a bare env_…')
+    .option(
+      '--expected-generation <n>',
+      'the lifecycle generation it must have (default: its current one)',
+      parseWhole(1, 2 ** 31),
+    )
+    .option('--idempotency-key <key>', 'repeat a release with its key (default: a fresh one)')
+    .addHelpText('after', remoteHelp + examples('sandlot envs release demo/run-1/env_abc…'))
+    .action(async (target: string, options: ReleaseOptions) =>
+      (await import('./envs.ts')).releaseEnvironment(target, options),
+    );
+  for (const [name, description] of [
+    ['abandon', 'abandon the current resource generation: fence first, then release'],
+    ['reconcile', 'recover an interrupted operation of the current lease now (an exact listOwned)'],
+  ] as const) {
+    remoteOptions(command(envs, name))
+      .description(description)
+      .argument('<environment>', '<project>/<run>/<environmentId>, or env_… with --project')
+      .option('--project <project>', 'where to look for a bare env_…')
+      .option(
+        '--resource-generation <n>',
+        "the lease's resource generation (default: the current lease's)",
+        parseWhole(1, 2 ** 31),
+      )
+      .option(
+        '--provider-fence <n>',
+        "the lease's provider fence (default: the current lease's)",
+        parseWhole(1, 2 ** 31),
+      )
+      .option('--idempotency-key <key>', 'abandon: repeat with its key (default: a fresh one)')
+      .addHelpText('after', remoteHelp + examples(`sandlot envs ${name} demo/run-1/env_abc…`))
+      .action(async (target: string, options: FenceOptions) => {
+        const module = await import('./envs.ts');
+        await (name === 'abandon' ? module.abandonLease : module.reconcileLease)(target, options);
+      });
+  }
+
+  remoteOptions(command(program, 'attempts'))
+    .description(
+      "an Environment's provider attempts (its current lease's, or --operation's), through the API",
+    )
+    .argument('<environment>', '<project>/<run>/<environmentId>, or env_… with --project')
+    .option('--project <project>', 'where to look for a bare env_…')
+    .option('--operation <operationId>', 'another lease of the Environment (op_…)')
+    .option('--unresolved', 'only Pending, Dispatched and Unknown attempts', false)
+    .addHelpText('after', remoteHelp + examples('sandlot attempts demo/run-1/env_abc… --unresolved'))
+    .action(async (target: string, options: AttemptsOptions) =>
+      (await import('./envs.ts')).listAttempts(target, options),
+    );
+
   command(program, 'inspect')
     .description("replay an Environment's journal into the Stately inspector, whole and in order, then exit")
     .argument('<environmentId>', 'the Environment (env_…)')
@@ -191,10 +304,14 @@ function buildProgram(): Command {
 
   command(program, 'history')
     .description("print an Environment's journal as a table: revision, time, event, source, states, fences")
-    .argument('<environmentId>', 'the Environment (env_…)')
+    .argument('<environmentId>', 'the Environment (env_…; with --url also <project>/<run>/<environmentId>)')
     .option('--json', 'print the rows as one JSON array instead of a table', false)
+    .option('--url <url>', "read through this running server's journal route instead of the database")
+    .option('--project <project>', 'with --url: where to look for a bare env_…')
+    .option('--token <token>', 'with --url: a bearer token (see `sandlot envs --help`)')
+    .option('--token-file <file>', 'with --url: read the bearer token from this file')
     .addHelpText('after', examples('sandlot history env_abc…', 'sandlot history env_abc… --json | jq .'))
-    .action(async (environmentId: string, options: { json: boolean }) =>
+    .action(async (environmentId: string, options: HistoryOptions) =>
       (await import('./history.ts')).historyCommand(environmentId, options),
     );
 
