@@ -9,7 +9,6 @@ export default tseslint.config(
       'dist/',
       '.sandlot/',
       'coverage/',
-      'cli/sandlot.mjs',
       'bench/peers/engines/',
       'http/typed-client/api.ts',
     ],
@@ -32,4 +31,10 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.js'], extends: [tseslint.configs.disableTypeChecked] },
+  {
+    // Plain JavaScript that runs before any TypeScript loader (the bin, the build stamp, prestart).
+    files: ['**/*.mjs'],
+    extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: { globals: { process: 'readonly', URL: 'readonly' } },
+  },
 );

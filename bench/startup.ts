@@ -9,7 +9,12 @@
 // with SIGTERM. Runs alternate between the two entries so that drift on the machine hits both.
 // `--help` (load the CLI, print, exit) is timed the same way.
 //
-// Settings (environment): BENCH_RUNS (7 per entry and mode), BENCH_MODES (embedded,production):
+// Then the build and `npm start`: the tsc emit the build used before (`tsc -p tsconfig.build.json`)
+// against the esbuild build (scripts/build.ts), each into a scratch directory, alternating; and
+// `npm start -- --port 0` on a current dist/ (its prestart only checks the stamp) to /readyz, against
+// what `npm start` cost before (the tsc build, then serve from dist/: the two medians added).
+//
+// Settings (environment): BENCH_RUNS (7 per entry and mode), BENCH_BUILD_RUNS (3 per build), BENCH_MODES (embedded,production):
 // embedded is PGlite under a throw-away data directory; production is PostgreSQL (TEST_DATABASE_URL,
 // a throw-away schema, dropped at the end) with placeholder URLs for the services nobody calls.
 import { spawn } from 'node:child_process';
@@ -23,6 +28,7 @@ import { isolatedPostgres, testDatabaseUrl } from '../test/support/databases.ts'
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 7);
 const MODES = (process.env['BENCH_MODES'] ?? 'embedded,production').split(',');
+const BUILD_RUNS = Number(process.env['BENCH_BUILD_RUNS'] ?? 3);
 const READY_TIMEOUT_MS = 60_000;
 
 interface Entry {
@@ -63,11 +69,26 @@ async function waitReady(base: string, deadline: number): Promise<void> {
 
 /** One serve process: spawn → ready → measure → SIGTERM → exit. */
 async function serveOnce(argv: string[], env: NodeJS.ProcessEnv): Promise<Sample> {
+  return readyOnce(process.execPath, [...argv, 'serve', '--port', '0'], env);
+}
+
+/** `npm start` on this checkout (prestart, then serve from dist/), to /readyz. */
+async function npmStartOnce(env: NodeJS.ProcessEnv): Promise<number> {
+  return (await readyOnce('npm', ['start', '--silent', '--', '--port', '0'], env, true)).readyMs;
+}
+
+async function readyOnce(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  group = false,
+): Promise<Sample> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...argv, 'serve', '--port', '0'], {
+  const child = spawn(command, args, {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: group,
   });
   let output = '';
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -86,9 +107,63 @@ async function serveOnce(argv: string[], env: NodeJS.ProcessEnv): Promise<Sample
     const { rss, hwm } = await statusKiB(child.pid!);
     return { readyMs, rssKiB: rss, hwmKiB: hwm };
   } finally {
-    child.kill('SIGTERM');
+    // npm runs the server as its grandchild: signal the whole group.
+    if (group) process.kill(-child.pid!, 'SIGTERM');
+    else child.kill('SIGTERM');
     await exited;
   }
+}
+
+async function timedExit(command: string, args: string[]): Promise<number> {
+  const started = performance.now();
+  const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  const code = await new Promise<number | null>((done) => child.on('exit', done));
+  if (code !== 0) throw new Error(`${args.join(' ')} exited ${code}`);
+  return performance.now() - started;
+}
+
+/** The build before (tsc emit) and after (esbuild), then `npm start` on a built tree. */
+async function buildAndStart(scratch: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  const tsxCli = join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+  const builds = [
+    {
+      name: 'tsc emit (before)',
+      run: () =>
+        timedExit(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', join(scratch, 'tsc-out')]),
+      times: [] as number[],
+    },
+    {
+      name: 'esbuild (after)',
+      run: () =>
+        timedExit(process.execPath, [tsxCli, 'scripts/build.ts', '--out-dir', join(scratch, 'esbuild-out')]),
+      times: [] as number[],
+    },
+  ];
+  for (let run = 0; run < BUILD_RUNS; run++) for (const build of builds) build.times.push(await build.run());
+  process.stdout.write('\nbuild\n');
+  for (const build of builds) process.stdout.write(`  ${build.name}: ${fmt(build.times, 'ms')}\n`);
+  process.stdout.write(
+    `  after/before (medians): ${(median(builds[1]!.times) / median(builds[0]!.times)).toFixed(2)}\n`,
+  );
+
+  // npm start on a current dist/ (the prestart finds the stamp current), against the old `npm start`:
+  // the tsc build, then serve from dist/.
+  await timedExit(process.execPath, [tsxCli, 'scripts/build.ts']);
+  await npmStartOnce(env);
+  const starts: number[] = [];
+  const serves: number[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    starts.push(await npmStartOnce(env));
+    serves.push((await serveOnce([join(root, 'dist', 'cli', 'main.js')], env)).readyMs);
+  }
+  const before = median(builds[0]!.times) + median(serves);
+  process.stdout.write(
+    `\nnpm start → /readyz 200 (embedded)\n` +
+      `  before (tsc build + serve from dist/): ${before.toFixed(0)} ms (medians added)\n` +
+      `  after (built tree, stamp current):    ${fmt(starts, 'ms')}\n` +
+      `  after/before: ${(median(starts) / before).toFixed(2)}\n`,
+  );
 }
 
 async function helpOnce(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -157,6 +232,7 @@ async function main(): Promise<void> {
           }
         }
         report(mode, samples);
+        if (mode === 'embedded') await buildAndStart(scratch, env);
       } finally {
         await drop();
       }

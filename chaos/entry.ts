@@ -1,14 +1,14 @@
 // What the chaos children run: a production build (`npm run build --out-dir <dir>`), kept in the
 // temporary directory under a hash of everything it is built from, so that the next run with the
 // same sources (the smoke test after an edit elsewhere, a second `npm run chaos`) starts at once;
-// tsc takes 20-50 s on two cores. If the build fails (someone's work in progress), the children run
+// the build itself takes a second or two. If the build fails (someone's work in progress), the children run
 // the sources through tsx (cli/sandlot.mjs), slower to start, and the report says so.
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
+import { sourceStamp } from '../cli/build-stamp.mjs';
 import { repoRoot } from '../test/support/chaos-worker.ts';
 
 export interface ChildEntry {
@@ -20,54 +20,9 @@ export interface ChildEntry {
   note: string;
 }
 
-const SOURCE_DIRS = [
-  'actors',
-  'cli',
-  'config',
-  'formats',
-  'http',
-  'lib',
-  'machines',
-  'migrations',
-  'providers',
-  'store',
-  'workers',
-];
 const PREFIX = 'sandlot-chaos-build-';
 /** Builds of other sources older than this are removed when a new one is made. */
 const STALE_MS = 3_600_000;
-
-async function listSources(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  const nested = await Promise.all(
-    entries.map(async (entry) => {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : listSources(path);
-      const wanted = /\.(ts|sql|mjs)$/.test(entry.name) && !entry.name.endsWith('.test.ts');
-      return entry.isFile() && wanted ? [path] : [];
-    }),
-  );
-  return nested.flat();
-}
-
-/** SHA-256 over the build's inputs: every source file's path and content, and the tsconfigs. */
-async function sourceHash(): Promise<string> {
-  const files = [
-    ...(await Promise.all(SOURCE_DIRS.map((dir) => listSources(join(repoRoot, dir))))).flat(),
-    join(repoRoot, 'tsconfig.json'),
-    join(repoRoot, 'tsconfig.build.json'),
-    join(repoRoot, 'package.json'),
-  ].sort();
-  const hash = createHash('sha256');
-  for (const file of files) {
-    hash
-      .update(relative(repoRoot, file))
-      .update('\0')
-      .update(await readFile(file))
-      .update('\0');
-  }
-  return hash.digest('hex').slice(0, 20);
-}
 
 function npmBuild(outDir: string): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) => {
@@ -99,10 +54,10 @@ export async function prepareChildEntry(
     kind: 'tsx',
     script: join(repoRoot, 'cli', 'sandlot.mjs'),
     main: join(repoRoot, 'cli', 'main.ts'),
-    note: 'node cli/sandlot.mjs (sources through tsx)',
+    note: 'node cli/sandlot.mjs (dist/ when current, else the sources through tsx)',
   };
   if (prefer === 'tsx') return tsx;
-  const dir = join(tmpdir(), `${PREFIX}${await sourceHash()}`);
+  const dir = join(tmpdir(), `${PREFIX}${sourceStamp(repoRoot).slice(0, 20)}`);
   const dist = (note: string): ChildEntry => ({
     kind: 'dist',
     script: join(dir, 'cli', 'main.js'),

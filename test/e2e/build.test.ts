@@ -5,17 +5,19 @@
 // every other development dependency is out of reach. The compiled CLI must answer --help and serve
 // /readyz and an offline /docs from there, and stop cleanly on SIGTERM.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { appendFile, cp, copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RUNTIME_FOLDERS, sourceStamp, STAMP_FILE } from '../../cli/build-stamp.mjs';
 import { isExternal, referencedUrls } from '../support/offline-page.ts';
 
 const run = promisify(execFile);
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const LISTENING = /sandlot listening on (http:\/\/\S+) /;
+const tsxCli = path.join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 
 interface Stage {
   name: string;
@@ -106,6 +108,19 @@ describe('the production build and the container image', () => {
     await copyFile(path.join(repoRoot, 'cli', 'sandlot.mjs'), path.join(work, 'cli', 'sandlot.mjs'));
     production = await linkProductionDependencies(path.join(work, 'node_modules'));
   }, 120_000);
+
+  it('stamps the build with the sources it was made from, written last', async () => {
+    const stamp = (await readFile(path.join(dist, STAMP_FILE), 'utf8')).trim();
+    expect(stamp).toBe(sourceStamp(repoRoot));
+    const { stdout } = await run(
+      process.execPath,
+      [tsxCli, 'scripts/build.ts', '--check', '--out-dir', dist],
+      {
+        cwd: repoRoot,
+      },
+    );
+    expect(stdout).toMatch(/is current/);
+  });
 
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');
@@ -212,5 +227,57 @@ describe('the production build and the container image', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     children.delete(child);
+  });
+});
+
+// A development checkout: `npm start`'s prestart builds only when dist/ is not current, and the bin
+// runs dist/ when it is current and the sources through tsx when it is not. Checked on a copy of the
+// checkout's build inputs, so the checkout's own dist/ is never touched while other tests spawn it.
+describe("a checkout's dist/: built when stale, used when current", () => {
+  let copy: string;
+  const MARK = 'ran dist/cli/main.js';
+
+  beforeAll(async () => {
+    copy = await mkdtemp(path.join(tmpdir(), 'sandlot-checkout-'));
+    for (const folder of RUNTIME_FOLDERS)
+      await cp(path.join(repoRoot, folder), path.join(copy, folder), { recursive: true });
+    for (const file of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+      await copyFile(path.join(repoRoot, file), path.join(copy, file));
+    }
+    await cp(path.join(repoRoot, 'scripts'), path.join(copy, 'scripts'), { recursive: true });
+    await symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'), 'dir');
+  }, 120_000);
+
+  afterAll(async () => {
+    if (copy !== undefined) await rm(copy, { recursive: true, force: true });
+  });
+
+  const prestart = async () =>
+    (await run(process.execPath, [path.join(copy, 'scripts', 'prestart.mjs')], { cwd: copy })).stdout;
+  const help = async () =>
+    run(process.execPath, [path.join(copy, 'cli', 'sandlot.mjs'), '--help'], {
+      cwd: copy,
+      env: { PATH: process.env['PATH'] ?? '', HOME: copy },
+    });
+
+  it('builds a missing dist/, then skips the build while it is current', async () => {
+    expect(await prestart()).toMatch(/dist\/ is missing: building[\s\S]*built dist in/);
+    expect(await prestart()).toMatch(/dist\/ is current with the sources: not rebuilding/);
+    expect(await prestart()).not.toMatch(/built dist/);
+  });
+
+  it('runs dist/ through the bin while it is current, and the sources once one changes', async () => {
+    // Marks the compiled entry; the stamp covers the sources, so dist/ stays current.
+    const entry = path.join(copy, 'dist', 'cli', 'main.js');
+    await appendFile(entry, `\nprocess.stderr.write(${JSON.stringify(MARK)});\n`);
+    const fromDist = await help();
+    expect(fromDist.stdout).toMatch(/serve/);
+    expect(fromDist.stderr).toContain(MARK);
+
+    await appendFile(path.join(copy, 'cli', 'main.ts'), '\n// edited after the build\n');
+    const fromSources = await help();
+    expect(fromSources.stdout).toMatch(/serve/);
+    expect(fromSources.stderr).not.toContain(MARK);
+    expect(await prestart()).toMatch(/older than the sources: building/);
   });
 });
