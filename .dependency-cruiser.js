@@ -110,6 +110,15 @@ const exceptions = [
       'guarded (a production install without tsx runs dist/), so nothing compiled depends on it.',
   },
   {
+    rule: 'production-not-to-dev-dependency',
+    from: '^http/routes/console-assets\\.ts$',
+    to: 'node_modules/esbuild/',
+    why:
+      'A development checkout has no built console bundle, so the first /console/app.js bundles the ' +
+      'sources with esbuild (a dynamic import); a production build carries the bundle and never ' +
+      'loads esbuild, and an install with neither answers 503 console-not-built.',
+  },
+  {
     rule: 'config-imports',
     from: '^config/schema\\.ts$',
     to: '^providers/simulated/fault-plan\\.ts$',

@@ -31,6 +31,7 @@ COPY migrations migrations
 COPY providers providers
 COPY store store
 COPY workers workers
+COPY console console
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime

@@ -3,7 +3,7 @@
 // dist/ from a stale one without building. Plain JavaScript, because the bin and `npm start` read it
 // before any TypeScript loader runs.
 //
-// The inputs are the runtime folders' .ts (tests excluded), .mjs and .sql files, the package and lock
+// The inputs are the runtime and browser folders' .ts (tests excluded), .mjs and .sql files, the package and lock
 // files, the TypeScript settings and the build script itself. Contents are hashed, not modification
 // times: a checkout, a `git stash` or a copy changes times without changing the build, and a source
 // edited within one clock tick must still count. Reading ≈ 400 small files costs a few tens of
@@ -28,6 +28,12 @@ export const RUNTIME_FOLDERS = [
   'store',
   'workers',
 ];
+
+/** Folders of browser code the build bundles into one file each (the console), never runs itself. */
+export const BROWSER_FOLDERS = ['console'];
+
+/** Every folder the build reads. */
+export const SOURCE_FOLDERS = [...RUNTIME_FOLDERS, ...BROWSER_FOLDERS];
 
 /** Single files whose change changes the build. */
 const BUILD_FILES = [
@@ -62,7 +68,7 @@ function listInputs(dir, into) {
 /** The build's inputs under `root`, as sorted paths relative to it (with `/` separators). */
 export function buildInputs(root) {
   const files = [];
-  for (const folder of RUNTIME_FOLDERS) listInputs(join(root, folder), files);
+  for (const folder of SOURCE_FOLDERS) listInputs(join(root, folder), files);
   const relativePaths = files.map((file) => relative(root, file).split(sep).join('/'));
   return [...relativePaths, ...BUILD_FILES].sort();
 }

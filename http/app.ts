@@ -21,6 +21,7 @@ import { adminCoreRoutes, isSeedUpload } from './routes/admin-core.ts';
 import { adminRuntimeCoreRoutes } from './routes/admin-runtime-core.ts';
 import { adminRuntimeEventsRoutes } from './routes/admin-runtime-events.ts';
 import { buildTestRoutes } from './routes/build-test.ts';
+import { consoleRoutes } from './routes/console.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { environmentRoutes } from './routes/environments.ts';
 import { journalRoutes } from './routes/journal.ts';
@@ -133,6 +134,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.route('/', providerReportRoutes());
   // Before the embedded admin routes: it answers its own paths (operator checked inside, either mode).
   if (deps.queues !== undefined) app.route('/', queueDashboardRoutes(deps.queues, deps.verifier));
+  app.route('/', consoleRoutes({ verifier: deps.verifier, forward: (request) => app.fetch(request) }));
   if (deps.embedded) {
     app.use('/admin/*', auth);
     for (const path of RUN_SCOPED_ADMIN_PATHS) app.use(path, runScope);

@@ -8,7 +8,7 @@
 // derives from import.meta.url hold in both: every .sql file keeps its place (store/migrate.ts reads
 // ../migrations/, providers/simulated/migrate.ts reads ./migrations/), and the Scalar bundle of the
 // installed @scalar/api-reference, when there is one, lands in http/assets/ where http/routes/docs.ts
-// looks first. Each file is its own esbuild entry with every relative import left external (its `.ts`
+// looks first, beside the console's browser bundle (console/, http/routes/console-assets.ts). Each file is its own esbuild entry with every relative import left external (its `.ts`
 // specifier rewritten to `.js`) and every package external, so nothing is bundled twice.
 //
 // The output directory is emptied first: a file whose source was deleted must not linger there. The
@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build as esbuild, type Plugin } from 'esbuild';
 import { buildInputs, buildState, RUNTIME_FOLDERS, sourceStamp, STAMP_FILE } from '../cli/build-stamp.mjs';
+import { bundleConsole, CONSOLE_BUNDLE_FILE } from '../http/routes/console-assets.ts';
 import { SCALAR_BUNDLE_FILE } from '../http/routes/docs.ts';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -139,10 +140,15 @@ async function build(argv: string[]): Promise<void> {
   const sql = inputs.filter((file) => file.endsWith('.sql'));
   await copyAssets(outDir, sql);
   const scalar = await copyScalarBundle(outDir);
+  // The console page's script: console/ and preact in one browser module.
+  await writeFile(
+    join(outDir, 'http', CONSOLE_BUNDLE_FILE),
+    await bundleConsole(join(root, 'console', 'main.ts')),
+  );
   await writeFile(join(outDir, STAMP_FILE), `${stamp}\n`);
   process.stdout.write(
     `built ${shown(outDir)} in ${((performance.now() - started) / 1000).toFixed(1)} s ` +
-      `(${sql.length} SQL file(s)${scalar ? ', Scalar bundle' : ', no Scalar bundle installed'})\n`,
+      `(${sql.length} SQL file(s), console${scalar ? ', Scalar bundle' : ', no Scalar bundle installed'})\n`,
   );
 }
 

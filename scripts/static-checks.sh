@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-npx tsc --noEmit >"$out/typecheck" 2>&1 &
+{ npx tsc --noEmit && npx tsc --noEmit -p console; } >"$out/typecheck" 2>&1 &
 typecheck=$!
 npm run --silent lint >"$out/lint" 2>&1 &
 lint=$!

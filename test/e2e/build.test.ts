@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RUNTIME_FOLDERS, sourceStamp, STAMP_FILE } from '../../cli/build-stamp.mjs';
+import { SOURCE_FOLDERS, sourceStamp, STAMP_FILE } from '../../cli/build-stamp.mjs';
 import { isExternal, referencedUrls } from '../support/offline-page.ts';
 
 const run = promisify(execFile);
@@ -239,7 +239,7 @@ describe("a checkout's dist/: built when stale, used when current", () => {
 
   beforeAll(async () => {
     copy = await mkdtemp(path.join(tmpdir(), 'sandlot-checkout-'));
-    for (const folder of RUNTIME_FOLDERS)
+    for (const folder of SOURCE_FOLDERS)
       await cp(path.join(repoRoot, folder), path.join(copy, folder), { recursive: true });
     for (const file of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
       await copyFile(path.join(repoRoot, file), path.join(copy, file));
