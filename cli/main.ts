@@ -346,16 +346,23 @@ function buildProgram(): Command {
     );
 
   command(program, 'inspector')
-    .description('run the local inspector relay: a page that frames the Stately inspector, and its WebSocket')
+    .description(
+      'run the local inspector relay: a page that frames the Stately inspector (or says it cannot be reached), and its WebSocket',
+    )
     .option(
       '--port <port>',
       'listen on this port (not 0: the page names it)',
       parseRelayPort,
       DEFAULT_INSPECTOR_PORT,
     )
+    .option('--host <host>', 'listen on this address (0.0.0.0: every interface)', '127.0.0.1')
     .option('--open', 'open the page in the default browser', false)
+    .option(
+      '--url <url>',
+      'the Sandlot server whose /console the page points to (default SANDLOT_URL or http://127.0.0.1:8080)',
+    )
     .addHelpText('after', examples('sandlot inspector --port 4242   # then: sandlot serve --inspect 4242'))
-    .action(async (options: { port: number; open: boolean }) => {
+    .action(async (options: { port: number; host: string; open: boolean; url?: string }) => {
       running = { name: 'sandlot inspector', longRunning: true };
       await (await import('./inspector.ts')).inspectorCommand(options);
     });

@@ -31,7 +31,7 @@ export interface Remote {
   client: SandlotClient;
 }
 
-function baseUrl(value: string): string {
+export function baseUrl(value: string): string {
   try {
     const url = new URL(value);
     if (url.protocol === 'http:' || url.protocol === 'https:') return url.toString().replace(/\/+$/, '');
