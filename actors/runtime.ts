@@ -4,6 +4,7 @@
 // (CAS + journal + outbox), COMMIT.
 // Effects reach workers only through outbox rows written in that same transaction.
 import { mark } from '../lib/timeline.ts';
+import { activeTraceContext, inSpan } from '../lib/tracing.ts';
 import { initialTransition, transition, type AnyMachineSnapshot } from 'xstate';
 import type { Database, Queryable } from '../store/db.ts';
 import {
@@ -257,7 +258,12 @@ export class ActorRuntime<TEvent extends { type: string }> {
             await context.beforeCommit?.(tx, row);
             return { value, sent: null };
           }
-          return { value, sent: await this.#transition(tx, row, event, context) };
+          const sent = await inSpan(
+            `transition ${event.type}`,
+            { attributes: { 'sandlot.environment_id': row.environmentId, 'sandlot.event': event.type } },
+            () => this.#transition(tx, row, event, context),
+          );
+          return { value, sent };
         });
       } catch (error) {
         const event: TEvent | null = handled;
@@ -389,12 +395,15 @@ export class ActorRuntime<TEvent extends { type: string }> {
       .map((a) => ({ type: a.type, params: a.params ?? null }));
     if (declared.length === 0) return { effects: [], notes: [] };
     const notes = (await this.#definition.applyActions?.(tx, row, declared, event)) ?? [];
+    // Stored with each row, so the worker that runs the effect continues this trace.
+    const traceContext = activeTraceContext();
     const effects = declared
       .filter((action) => action.type.startsWith('effect.'))
       .map((action) => ({
         kind: action.type.slice('effect.'.length),
         payload: action.params,
         attemptId: attemptIdOf(action.params),
+        traceContext,
       }));
     return { effects, notes };
   }

@@ -1,5 +1,6 @@
 import { serve } from '@hono/node-server';
 import { describeConfig } from '../config/describe.ts';
+import { startTracing } from '../lib/tracing-sdk.ts';
 import { composeSandlot } from './compose.ts';
 import { configFromEnvironment, dataDirOf } from './context.ts';
 import { markEmbeddedServe } from './journal-reader.ts';
@@ -26,6 +27,8 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   }
   const logger = processLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, 'starting sandlot');
+  // Before anything that makes spans; null without OTEL_EXPORTER_OTLP_ENDPOINT.
+  const tracing = await startTracing({ role: options.workers === false ? 'api' : 'serve' });
   // The API process also serves the sandbox hosts' private control listener (sandbox-host only).
   const sandlot = await composeSandlot(config, logger, {
     workers: options.workers,
@@ -77,6 +80,7 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
       { name: 'sandlot', close: () => sandlot.close() },
       { name: 'data-dir', close: unmark },
       ...inspection,
+      ...(tracing === null ? [] : [{ name: 'tracing', close: () => tracing.close() }]),
     ],
     { logger },
   );

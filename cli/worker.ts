@@ -1,4 +1,5 @@
 import { describeConfig } from '../config/describe.ts';
+import { startTracing } from '../lib/tracing-sdk.ts';
 import { composeSandlot } from './compose.ts';
 import { configFromEnvironment } from './context.ts';
 import { startInspection } from './live-inspection.ts';
@@ -21,6 +22,8 @@ export async function workerCommand(options: WorkerOptions): Promise<void> {
   }
   const logger = processLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, 'starting sandlot worker');
+  // Before anything that makes spans; null without OTEL_EXPORTER_OTLP_ENDPOINT.
+  const tracing = await startTracing({ role: 'worker' });
   const sandlot = await composeSandlot(config, logger, { workers: true, role: 'worker' });
   const inspection = await startInspection(sandlot.runtime, options.inspect, logger);
   process.stdout.write(
@@ -29,5 +32,12 @@ export async function workerCommand(options: WorkerOptions): Promise<void> {
   if (options.inspect !== undefined) {
     process.stdout.write(`inspection: committed transitions go to ${options.inspect}\n`);
   }
-  installShutdownHandlers([{ name: 'sandlot', close: () => sandlot.close() }, ...inspection], { logger });
+  installShutdownHandlers(
+    [
+      { name: 'sandlot', close: () => sandlot.close() },
+      ...inspection,
+      ...(tracing === null ? [] : [{ name: 'tracing', close: () => tracing.close() }]),
+    ],
+    { logger },
+  );
 }

@@ -1,5 +1,6 @@
 // The Hono application: one sub-app per resource, one onError that turns every failure into
 // problem+json, OpenAPI generated from the same zod schemas that validate requests.
+import { contextFrom, inSpan, SpanKind } from '../lib/tracing.ts';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
@@ -71,6 +72,21 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
 
   // Request ID, the request's child logger, one access line and the latency histogram.
+  // One server span per request, continuing the caller's `traceparent` when it sends one.
+  app.use((c, next) =>
+    inSpan(
+      `${c.req.method} ${routeOfPath(c.req.path)}`,
+      {
+        kind: SpanKind.SERVER,
+        parent: contextFrom(c.req.header('traceparent')),
+        attributes: { 'http.request.method': c.req.method, 'url.path': c.req.path },
+      },
+      async (span) => {
+        await next();
+        span.setAttribute('http.response.status_code', c.res.status);
+      },
+    ),
+  );
   app.use(requestContext({ logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) }));
 
   // Bodies are bounded before anything parses them (a declared or a streamed length alike). The

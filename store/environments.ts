@@ -176,7 +176,7 @@ export interface RevisionJournal {
   source: JournalSource;
 }
 
-export type NewEffect = Pick<OutboxRow, 'kind' | 'payload' | 'attemptId'>;
+export type NewEffect = Pick<OutboxRow, 'kind' | 'payload' | 'attemptId'> & { traceContext?: string | null };
 
 const commitStatement = prepared(
   'sandlot_commit_revision',
@@ -194,8 +194,9 @@ const commitStatement = prepared(
      SELECT environment_id, revision, $7::text, $8::jsonb, $9::jsonb, $10::jsonb, $11::text, $12::text
        FROM updated
    ), effects AS (
-     INSERT INTO outbox (environment_id, revision, kind, payload, attempt_id)
-     SELECT u.environment_id, u.revision, e.value->>'kind', e.value->'payload', e.value->>'attemptId'
+     INSERT INTO outbox (environment_id, revision, kind, payload, attempt_id, trace_context)
+     SELECT u.environment_id, u.revision, e.value->>'kind', e.value->'payload', e.value->>'attemptId',
+            e.value->>'traceContext'
        FROM updated u, jsonb_array_elements($13::jsonb) WITH ORDINALITY AS e (value, ord)
       ORDER BY e.ord
      RETURNING ${outboxColumns}
@@ -230,7 +231,14 @@ export async function commitRevision(
     JSON.stringify(journal.toState),
     journal.actor,
     journal.source,
-    JSON.stringify(effects.map((e) => ({ kind: e.kind, payload: e.payload, attemptId: e.attemptId }))),
+    JSON.stringify(
+      effects.map((e) => ({
+        kind: e.kind,
+        payload: e.payload,
+        attemptId: e.attemptId,
+        traceContext: e.traceContext ?? null,
+      })),
+    ),
     ...listingValues(update.listing),
   ]);
   const found = rows[0];

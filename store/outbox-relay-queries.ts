@@ -5,6 +5,7 @@ import type { Queryable } from './db.ts';
 export interface DueOutboxRow {
   outboxId: number;
   attemptId: string;
+  traceContext: string | null;
 }
 
 /**
@@ -17,7 +18,7 @@ export async function claimDueOutbox(
   options: { republishAfterMs: number; limit: number },
 ): Promise<DueOutboxRow[]> {
   const { rows } = await tx.query<DueOutboxRow>(
-    `SELECT outbox_id::int AS "outboxId", attempt_id AS "attemptId"
+    `SELECT outbox_id::int AS "outboxId", attempt_id AS "attemptId", trace_context AS "traceContext"
        FROM outbox
       WHERE acknowledged_at IS NULL
         AND attempt_id IS NOT NULL

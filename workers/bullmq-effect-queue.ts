@@ -141,9 +141,13 @@ export class BullmqEffectQueue implements EffectQueue {
       this.options.metrics?.jobWaitSeconds.observe({ queue: EFFECTS_QUEUE }, waited);
     }
     try {
-      const { attemptId, environmentId } = job.data;
+      const { attemptId, environmentId, traceContext } = job.data;
       await processor(
-        typeof environmentId === 'string' ? { attemptId, environmentId } : { attemptId },
+        {
+          attemptId,
+          ...(typeof environmentId === 'string' ? { environmentId } : {}),
+          ...(typeof traceContext === 'string' ? { traceContext } : {}),
+        },
         jobSignal,
       );
     } catch (error) {

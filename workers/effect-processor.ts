@@ -4,6 +4,7 @@
 // result + machine event in one commit). Failures become outcomes, never exceptions through the
 // actor: only a definitive refusal is Failed; anything uncertain is Unknown and goes to
 // reconciliation. Queue jobs, inspection and the observer all run attempts here.
+import { contextFrom, inSpan, SpanKind } from '../lib/tracing.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { beginAttempt, completeAttempt, type AttemptDeps, type AttemptOutcome } from '../actors/attempts.ts';
@@ -324,6 +325,14 @@ async function timedCall(
   return outcome;
 }
 
+/** What a span about an attempt carries (identifiers and fences only, never options). */
+const attemptAttributes = (a: AttemptRow) => ({
+  'sandlot.attempt_id': a.attemptId,
+  'sandlot.kind': a.kind,
+  'sandlot.environment_id': a.environmentId,
+  'sandlot.operation_id': a.operationId,
+});
+
 /** What every log line about an attempt carries: its Environment, operation and fences. */
 const attemptFields = (a: AttemptRow) => ({
   attemptId: a.attemptId,
@@ -363,7 +372,18 @@ export async function runAttempt(
     // earlier uncertain call of the operation unresolved).
     outcome =
       refusal === null
-        ? await timedCall(deps, begun.attempt, { signal: callSignal, deadline: begun.deadline })
+        ? await inSpan(
+            `provider ${kind}`,
+            { kind: SpanKind.CLIENT, attributes: attemptAttributes(begun.attempt) },
+            async (span) => {
+              const answered = await timedCall(deps, begun.attempt, {
+                signal: callSignal,
+                deadline: begun.deadline,
+              });
+              span.setAttribute('sandlot.outcome', answered.state);
+              return answered;
+            },
+          )
         : refusal.state === 'Failed'
           ? { ...refusal, madeNoCall: true }
           : refusal;
@@ -371,7 +391,9 @@ export async function runAttempt(
     outcome = failureOutcome(begun.attempt, error);
   }
   mark(env, `${kind} provider answered`);
-  await completeAttempt(deps, attemptId, outcome, env);
+  await inSpan('commit result', { attributes: attemptAttributes(begun.attempt) }, () =>
+    completeAttempt(deps, attemptId, outcome, env),
+  );
   const level = begun.attempt.kind === 'describe' ? 'debug' : 'info';
   const error = outcome.state === 'Succeeded' ? {} : { code: outcome.error.code };
   deps.logger[level]({ ...attemptFields(begun.attempt), state: outcome.state, ...error }, 'attempt resolved');
@@ -380,7 +402,16 @@ export async function runAttempt(
 
 export function effectProcessor(deps: EffectProcessorDeps): EffectProcessor {
   return async (job: EffectJob, signal: AbortSignal) => {
-    await runAttempt(deps, job.attemptId, signal, job.environmentId);
+    // The job continues the trace of the transition that wrote its outbox row.
+    await inSpan(
+      'effect job',
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: { 'sandlot.attempt_id': job.attemptId },
+        parent: contextFrom(job.traceContext),
+      },
+      () => runAttempt(deps, job.attemptId, signal, job.environmentId),
+    );
   };
 }
 

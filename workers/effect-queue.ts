@@ -10,6 +10,8 @@ export interface EffectJob {
    * a hint: the processor checks it against the attempt row under the Environment's lock.
    */
   environmentId?: string;
+  /** The W3C `traceparent` stored with the outbox row: the worker's spans continue that trace. */
+  traceContext?: string;
 }
 
 /** Must honour `signal`: it aborts on shutdown and when another worker may have taken the job. */
@@ -49,11 +51,15 @@ export function distinctJobs(jobs: readonly EffectJob[]): EffectJob[] {
     assertAttemptId(job.attemptId);
     if (seen.has(job.attemptId)) continue;
     seen.add(job.attemptId);
-    out.push(
-      typeof job.environmentId === 'string' && job.environmentId !== ''
-        ? { attemptId: job.attemptId, environmentId: job.environmentId }
-        : { attemptId: job.attemptId },
-    );
+    out.push({
+      attemptId: job.attemptId,
+      ...(typeof job.environmentId === 'string' && job.environmentId !== ''
+        ? { environmentId: job.environmentId }
+        : {}),
+      ...(typeof job.traceContext === 'string' && job.traceContext !== ''
+        ? { traceContext: job.traceContext }
+        : {}),
+    });
   }
   return out;
 }

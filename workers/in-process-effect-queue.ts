@@ -25,9 +25,7 @@ export interface InProcessEffectQueueOptions {
   metrics?: Pick<SandlotMetrics, 'jobWaitSeconds'>;
 }
 
-interface Entry {
-  attemptId: string;
-  environmentId?: string;
+interface Entry extends EffectJob {
   attempt: number;
   /** performance.now() at publish. */
   queuedAt: number;
@@ -106,9 +104,13 @@ export class InProcessEffectQueue implements EffectQueue {
     let failed = false;
     let failure: unknown;
     try {
-      const { attemptId, environmentId } = entry;
+      const { attemptId, environmentId, traceContext } = entry;
       await processor(
-        environmentId === undefined ? { attemptId } : { attemptId, environmentId },
+        {
+          attemptId,
+          ...(environmentId === undefined ? {} : { environmentId }),
+          ...(traceContext === undefined ? {} : { traceContext }),
+        },
         controller.signal,
       );
     } catch (error) {

@@ -65,7 +65,12 @@ export class OutboxRelay {
         );
       }
       const valid = due.filter((row) => isValidAttemptId(row.attemptId));
-      await this.queue.publish(valid.map((row) => ({ attemptId: row.attemptId })));
+      await this.queue.publish(
+        valid.map((row) => ({
+          attemptId: row.attemptId,
+          ...(row.traceContext === null ? {} : { traceContext: row.traceContext }),
+        })),
+      );
       await markOutboxPublished(
         tx,
         due.map((row) => row.outboxId),
@@ -115,7 +120,15 @@ export class OutboxRelay {
    */
   async publishNow(rows: readonly OutboxRow[]): Promise<void> {
     const jobs = rows.flatMap((row) =>
-      row.attemptId === null ? [] : [{ attemptId: row.attemptId, environmentId: row.environmentId }],
+      row.attemptId === null
+        ? []
+        : [
+            {
+              attemptId: row.attemptId,
+              environmentId: row.environmentId,
+              ...(row.traceContext === null ? {} : { traceContext: row.traceContext }),
+            },
+          ],
     );
     if (jobs.length === 0) return;
     try {

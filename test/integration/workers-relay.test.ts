@@ -154,7 +154,15 @@ describe('outbox relay with BullMQ (PostgreSQL, Redis)', () => {
       expect(await count(db, `outbox WHERE attempt_id LIKE 'down-%' AND published_at IS NULL`)).toBe(2);
       // The low-latency path swallows the failure: the rows are still due for the relay.
       await relay.publishNow([
-        { outboxId: 0, environmentId: 'env-a', revision: 1, kind: 'k', payload: {}, attemptId: 'down-1' },
+        {
+          outboxId: 0,
+          environmentId: 'env-a',
+          revision: 1,
+          kind: 'k',
+          payload: {},
+          attemptId: 'down-1',
+          traceContext: null,
+        },
       ]);
     } finally {
       await queue.close({ timeoutMs: 500 });
