@@ -6,23 +6,13 @@ import { visibleEvent } from '../actors/journal.ts';
 import { environmentMachine } from '../machines/environment.ts';
 import type { JournalEntry } from '../store/journal.ts';
 import { readEnvironmentJournal } from './journal-reader.ts';
-import type { RemoteOptions } from './remote.ts';
+import { readJournalThroughApi, type RemoteJournalOptions, type RemoteJournalRow } from './remote-journal.ts';
 
-export interface HistoryOptions extends RemoteOptions {
+export interface HistoryOptions extends RemoteJournalOptions {
   json: boolean;
-  /** Where the Environment is looked up for a bare env_… read through the API. */
-  project?: string;
 }
 
-export interface HistoryRow {
-  revision: number;
-  recordedAt: string;
-  event: Record<string, unknown>;
-  /** null: journaled before sources were recorded. */
-  source: string | null;
-  actor: string;
-  from: unknown;
-  to: unknown;
+export interface HistoryRow extends Omit<RemoteJournalRow, 'environmentId'> {
   fences: {
     lifecycleGeneration?: number;
     resourceGeneration?: number;
@@ -114,36 +104,14 @@ export function historyTable(rows: readonly HistoryRow[]): string {
   return [format(header), ...lines.map(format)].join('\n');
 }
 
-/** The journal route's rows (events already show only their visible fields). */
-async function remoteRows(target: string, options: HistoryOptions): Promise<HistoryRow[]> {
-  const [{ connect, expect }, { pathOf, resolve }] = await Promise.all([
-    import('./remote.ts'),
-    import('./envs.ts'),
-  ]);
-  const remote = await connect(options);
-  const address = await resolve(remote, target, options.project);
-  const answer = await remote.client.call(
-    'get',
-    '/api/projects/{projectId}/runs/{runId}/environments/{environmentId}/journal',
-    { path: pathOf(address) },
-  );
-  return expect(answer, [200]).entries.map((e) => ({
-    revision: e.revision,
-    recordedAt: e.recordedAt,
-    event: e.event,
-    source: e.source,
-    actor: e.actor,
-    from: e.from ?? null,
-    to: e.to ?? null,
-    fences: fencesOf(e.event),
-  }));
-}
-
 export async function historyCommand(environmentId: string, options: HistoryOptions): Promise<void> {
   // --url reads through a running server's API, so it works beside an embedded serve.
   const rows =
     options.url === undefined
       ? historyRows(await readEnvironmentJournal(environmentId))
-      : await remoteRows(environmentId, options);
+      : (await readJournalThroughApi(environmentId, options)).map(({ environmentId: _, ...e }) => ({
+          ...e,
+          fences: fencesOf(e.event),
+        }));
   process.stdout.write(options.json ? `${JSON.stringify(rows, null, 2)}\n` : `${historyTable(rows)}\n`);
 }

@@ -46,7 +46,8 @@ export async function refuseWhileServing(config: Config): Promise<void> {
       `sandlot serve (pid ${pid}) has the embedded database in ${dataDirOf(config)} open; stop it ` +
         'first (one process at a time may open it), or run Sandlot on PostgreSQL (DATABASE_URL). ' +
         'This command reads the database itself, across tenants and with every source, which no API ' +
-        'route serves; while serve runs, `sandlot envs show` and `sandlot attempts` read through its API',
+        'route serves; while serve runs, `sandlot envs show`, `sandlot attempts`, `sandlot history --url` ' +
+        'and `sandlot inspect --server` read through its API',
     );
   }
 }

@@ -12,6 +12,7 @@ import { ConfigError } from '../config/errors.ts';
 import { sandboxStates } from '../machines/environment-context.ts';
 import type { AttemptsOptions, FenceOptions, ListOptions, ReleaseOptions, TargetOptions } from './envs.ts';
 import type { HistoryOptions } from './history.ts';
+import type { InspectOptions } from './inspect.ts';
 import type { TrustOptions } from './hosts.ts';
 import {
   DEFAULT_INSPECTOR_PORT,
@@ -289,16 +290,24 @@ function buildProgram(): Command {
 
   command(program, 'inspect')
     .description("replay an Environment's journal into the Stately inspector, whole and in order, then exit")
-    .argument('<environmentId>', 'the Environment (env_…)')
+    .argument(
+      '<environmentId>',
+      'the Environment (env_…; with --server also <project>/<run>/<environmentId>)',
+    )
     .option('--url <url>', 'the inspector relay to send to', parseWebSocketUrl, defaultInspectorUrl())
+    .option('--server <url>', "read through this running server's journal route instead of the database")
+    .option('--project <project>', 'with --server: where to look for a bare env_…')
+    .option('--token <token>', 'with --server: a bearer token (see `sandlot envs --help`)')
+    .option('--token-file <file>', 'with --server: read the bearer token from this file')
     .addHelpText(
       'after',
       examples(
         'sandlot inspector   # in another terminal: the relay and its page',
         'sandlot inspect env_abc… --url ws://127.0.0.1:4242',
+        'sandlot inspect demo/run-1/env_abc… --server http://127.0.0.1:8080   # beside a running serve',
       ),
     )
-    .action(async (environmentId: string, options: { url: string }) =>
+    .action(async (environmentId: string, options: InspectOptions) =>
       (await import('./inspect.ts')).inspectCommand(environmentId, options),
     );
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEntry, runCli } from '../support/run-cli.ts';
 import { repoRoot } from '../support/chaos-worker.ts';
+import { provisionBody, type Scenario } from '../support/sandbox-flow.ts';
 
 const LISTENING = /sandlot listening on (http:\/\/\S+:\d+) \(/;
 
@@ -119,6 +120,60 @@ describe('sandlot envs and attempts through the API of an embedded serve', () =>
     expect(released.code, released.stderr).toBe(0);
     expect(released.stdout).toContain(`${fresh.split('/')[2]} Released`);
   });
+
+  it('abandons an Active lease, reconciles it once released, and refuses a second abandon', async () => {
+    const token = (await runCli(['token', '--tenant', 'demo', '--sub', 'demo-user'], env)).stdout.trim();
+    const run = demoEnv.split('/')[1]!;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const envs = `/api/projects/demo/runs/${run}/environments`;
+    const registered = await post(envs, { idempotencyKey: 'cli-envs-abandon' });
+    expect(registered.status).toBe(201);
+    const environmentId = registered.body['environmentId'] as string;
+    const base = `${envs}/${environmentId}`;
+    const volume = await post(`${base}/workspace-volumes`, { idempotencyKey: 'ws-1' });
+    expect(volume.status).toBe(201);
+    const provision = await post(
+      `${base}/sandbox/provision`,
+      provisionBody({ volume: volume.body as unknown as Scenario['volume'] }),
+    );
+    expect(provision.status, JSON.stringify(provision.body)).toBe(202);
+    // The lease as `envs show` reads it, until it is in `state` (a long-poll would do; the
+    // deadline is for a busy machine, each read answers at once).
+    const leaseIn = async (state: string) => {
+      const until = Date.now() + 60_000;
+      for (;;) {
+        const shown = await runCli(
+          ['envs', 'show', '--url', url, `demo/${run}/${environmentId}`, '--json'],
+          env,
+        );
+        expect(shown.code, shown.stderr).toBe(0);
+        const lease = (JSON.parse(shown.stdout) as { lease?: { state?: string } | null }).lease;
+        if (lease?.state === state) return lease;
+        if (Date.now() > until) throw new Error(`lease not ${state}: ${shown.stdout}`);
+      }
+    };
+    await leaseIn('Active');
+    const address = `demo/${run}/${environmentId}`;
+    const abandoned = await runCli(['envs', 'abandon', '--url', url, address], env);
+    expect(abandoned.code, abandoned.stderr).toBe(0);
+    expect(abandoned.stdout).toMatch(
+      new RegExp(`^${environmentId} lease op_[a-z2-7]{32} Releasing \\(fencing 2\\)`),
+    );
+    await leaseIn('Released');
+    // Nothing to reconcile on a Released lease: 200, the lease as it stands.
+    const reconciled = await runCli(['envs', 'reconcile', '--url', url, address, '--json'], env);
+    expect(reconciled.code, reconciled.stderr).toBe(0);
+    expect(JSON.parse(reconciled.stdout)).toMatchObject({ environmentId, state: 'Released' });
+    // A second abandon under a new key: the lease was released under another key.
+    const again = await runCli(['envs', 'abandon', '--url', url, address], env);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toBe('');
+    expect(again.stderr).toContain('HTTP 409 lease-not-abandonable');
+  }, 120_000);
 
   it('answers a usage mistake with exit code 2 and a clear line', async () => {
     const bare = await runCli(['envs', 'show', '--url', url, 'env_nothing'], env);

@@ -346,10 +346,11 @@ describe('serve --inspect and worker --inspect feed the Stately inspector', () =
     expect(snapshots.at(-1)?.snapshot?.context).toMatchObject({ environmentId });
   }, 120_000);
 
-  it('replays exactly the journal rows, in order, with `sandlot inspect`', async () => {
+  /** Runs `sandlot inspect` with `args` and checks it replayed exactly the journal rows, in order. */
+  async function expectReplay(args: string[]) {
     const before = listener.connections.length;
     const result = await runCli(
-      ['inspect', environmentId, '--url', `ws://127.0.0.1:${listener.port}`],
+      ['inspect', ...args, '--url', `ws://127.0.0.1:${listener.port}`],
       env,
       60_000,
     );
@@ -365,6 +366,20 @@ describe('serve --inspect and worker --inspect feed the Stately inspector', () =
     const snapshots = replayed.filter((m) => m.type === '@xstate.snapshot');
     expect(snapshots.map((m) => m.snapshot?.value)).toEqual(journal.map((r) => r.toState));
     expectCommitOrder(replayed, journal);
+  }
+
+  it('replays exactly the journal rows, in order, with `sandlot inspect`', async () => {
+    await expectReplay([environmentId]);
+  }, 90_000);
+
+  it('replays the same rows read through the running server with `sandlot inspect --server`', async () => {
+    // <project>/<run>/<environmentId>, from the route's path.
+    const address = base.replace(/^\/api\/projects\/([^/]+)\/runs\/([^/]+)\/environments\//, '$1/$2/');
+    await expectReplay([address, '--server', apiUrl, '--token', token]);
+    // A bare env_… needs --project to be found through the API: a usage error, exit code 2.
+    const bare = await runCli(['inspect', environmentId, '--server', apiUrl, '--token', token], env);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('add --project');
   }, 90_000);
 
   it('prints the journal as a table, and as JSON equal to the journal route, with `sandlot history`', async () => {

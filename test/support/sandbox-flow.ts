@@ -37,7 +37,7 @@ export async function setupScenario(
   return { token, base, environmentId, volume };
 }
 
-export function provisionBody(s: Scenario, key = 'prov-1') {
+export function provisionBody(s: Pick<Scenario, 'volume'>, key = 'prov-1') {
   return {
     idempotencyKey: key,
     workspace: {
