@@ -9,9 +9,15 @@
 #   docker run --rm -p 8080:8080 sandlot                 # embedded mode (PGlite in /var/lib/sandlot)
 #   docker run --rm sandlot migrate                      # with DATABASE_URL, as the migration Job does
 #
-# Node is pinned by tag; change it with --build-arg NODE_IMAGE=node:<version>-bookworm-slim (engines in
-# package.json: 20.19+, 22.13+ or 24).
-ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+# The OCI labels take what only the build knows from build arguments, e.g.
+#   docker build -t sandlot:0.1.0 --build-arg VERSION=0.1.0 \
+#     --build-arg REVISION=$(git rev-parse HEAD) \
+#     --build-arg CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ) .
+#
+# Node is pinned by tag, on the 24 LTS line; change it with --build-arg NODE_IMAGE=node:<version>-bookworm-slim
+# (engines in package.json: 20.19+, 22.13+ or 24; the code is checked on 20 as well). Pin a digest too
+# (node:<version>-bookworm-slim@sha256:…) where the build must not follow a re-pushed tag.
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
@@ -35,6 +41,19 @@ COPY console console
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
+# Placeholder: pass --build-arg SOURCE=<the repository URL>.
+ARG SOURCE=https://git.example.com/sandlot
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+# package.json says UNLICENSED (no open-source licence); LicenseRef- is SPDX's form for that.
+LABEL org.opencontainers.image.title="sandlot" \
+      org.opencontainers.image.description="Control plane that leases agent sandboxes: Environment actors persisted in PostgreSQL" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.licenses="LicenseRef-Sandlot-Proprietary"
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
@@ -48,9 +67,11 @@ COPY cli/sandlot.mjs cli/sandlot.mjs
 # Embedded mode's data directory (PGlite and the dev signing key); production mode keeps nothing here.
 RUN mkdir -p /var/lib/sandlot && chown node:node /var/lib/sandlot
 USER node
-# The API (PORT) and the /metrics listener (SANDLOT_METRICS_PORT, set by deploy/ to 9464).
-EXPOSE 8080 9464
-# No HEALTHCHECK: one image runs `serve` (HTTP) and `worker` (none), so no single command fits both;
-# Kubernetes probes /healthz and /readyz (deploy/), and `docker run` users can curl them.
+# The API (PORT), the /metrics listener (SANDLOT_METRICS_PORT, set by deploy/ to 9464) and the
+# worker's probe listener (SANDLOT_WORKER_HEALTH_PORT, set by deploy/ to 8081).
+EXPOSE 8080 8081 9464
+# No HEALTHCHECK: `serve` answers /healthz on PORT, `worker` on SANDLOT_WORKER_HEALTH_PORT (only when
+# set) and `migrate` on none, so no single command fits all; Kubernetes probes each (deploy/), and
+# `docker run` users can curl them.
 ENTRYPOINT ["node", "dist/cli/main.js"]
 CMD ["serve"]

@@ -1,4 +1,5 @@
 import { describeConfig } from '../config/describe.ts';
+import { startHealthServer, type HealthServer } from '../lib/health-server.ts';
 import { startTracing } from '../lib/tracing-sdk.ts';
 import { composeSandlot } from './compose.ts';
 import { configFromEnvironment } from './context.ts';
@@ -24,7 +25,25 @@ export async function workerCommand(options: WorkerOptions): Promise<void> {
   logger.info({ config: describeConfig(config) }, 'starting sandlot worker');
   // Before anything that makes spans; null without OTEL_EXPORTER_OTLP_ENDPOINT.
   const tracing = await startTracing({ role: 'worker' });
-  const sandlot = await composeSandlot(config, logger, { workers: true, role: 'worker' });
+  // Up before the workers, so the kubelet sees a live process (/healthz) that is not ready yet
+  // (/readyz 503) while migrations, Redis and the provider come up.
+  let ready: (() => Promise<string[]>) | null = null;
+  const health: HealthServer | null =
+    config.workerHealth === undefined
+      ? null
+      : await startHealthServer({
+          ...config.workerHealth,
+          unreadiness: () => (ready === null ? Promise.resolve(['workers are starting']) : ready()),
+        });
+  if (health !== null) logger.info({ url: health.url }, 'worker health listening');
+  const sandlot = await composeSandlot(config, logger, { workers: true, role: 'worker' }).catch(
+    async (error: unknown) => {
+      await health?.close();
+      throw error;
+    },
+  );
+  const { workers } = sandlot;
+  ready = () => (workers === null ? Promise.resolve(['workers did not start']) : workers.unreadiness());
   const inspection = await startInspection(sandlot.runtime, options.inspect, logger);
   process.stdout.write(
     `sandlot worker running (${config.redisUrl === undefined ? 'in-process queue' : 'bullmq'})\n`,
@@ -32,9 +51,12 @@ export async function workerCommand(options: WorkerOptions): Promise<void> {
   if (options.inspect !== undefined) {
     process.stdout.write(`inspection: committed transitions go to ${options.inspect}\n`);
   }
+  // The probe listener closes last: while the workers drain, /healthz still answers (no restart
+  // mid-drain) and /readyz says they are stopped.
   installShutdownHandlers(
     [
       { name: 'sandlot', close: () => sandlot.close() },
+      ...(health === null ? [] : [{ name: 'health', close: () => health.close() }]),
       ...inspection,
       ...(tracing === null ? [] : [{ name: 'tracing', close: () => tracing.close() }]),
     ],

@@ -169,6 +169,19 @@ const envObject = z.object({
     .string()
     .regex(/^\S+$/, 'expected a host name or address without spaces')
     .default('127.0.0.1'),
+  // `sandlot worker`'s probe listener (/healthz, /readyz); unset or 0: no listener. The Kubernetes
+  // worker Deployment sets both (host 0.0.0.0, so the kubelet reaches the Pod IP).
+  SANDLOT_WORKER_HEALTH_PORT: z
+    .string()
+    .refine((value) => /^\d{1,5}$/.test(value) && +value <= 65535, {
+      error: 'expected an integer between 0 and 65535',
+    })
+    .transform(Number)
+    .optional(),
+  SANDLOT_WORKER_HEALTH_HOST: z
+    .string()
+    .regex(/^\S+$/, 'expected a host name or address without spaces')
+    .default('127.0.0.1'),
 });
 
 type Env = z.output<typeof envObject>;
@@ -307,6 +320,9 @@ function toConfig(env: Env): Config {
     ...(env.SANDLOT_METRICS_PORT === undefined
       ? {}
       : { metrics: { host: env.SANDLOT_METRICS_HOST, port: env.SANDLOT_METRICS_PORT } }),
+    ...(env.SANDLOT_WORKER_HEALTH_PORT === undefined || env.SANDLOT_WORKER_HEALTH_PORT === 0
+      ? {}
+      : { workerHealth: { host: env.SANDLOT_WORKER_HEALTH_HOST, port: env.SANDLOT_WORKER_HEALTH_PORT } }),
     simulated: {
       seed: env.SANDLOT_SIMULATED_SEED,
       ...(env.SANDLOT_SIMULATED_FAULTS === undefined

@@ -66,6 +66,8 @@ export interface Config {
   timelineFile?: string;
   /** Where GET /metrics listens, apart from the API (SANDLOT_METRICS_PORT; unset: no listener). */
   metrics?: { host: string; port: number };
+  /** Where `sandlot worker` answers /healthz and /readyz (SANDLOT_WORKER_HEALTH_PORT; unset or 0: none). */
+  workerHealth?: { host: string; port: number };
   workers: {
     concurrency?: number;
     callTimeoutMs: number;

@@ -17,7 +17,7 @@ import {
 } from './effect-queue.ts';
 import { withTimeout } from './deadline.ts';
 import { PublishTimeoutError, QueueClosedError } from './errors.ts';
-import { closeWorker, connectRedis, type RedisTarget } from './redis.ts';
+import { closeWorker, connectRedis, redisUnreadiness, type RedisTarget } from './redis.ts';
 
 export const EFFECTS_QUEUE = 'effects';
 export const DEFAULT_LOCK_DURATION_MS = 5_000;
@@ -159,6 +159,16 @@ export class BullmqEffectQueue implements EffectQueue {
       }
       throw error;
     }
+  }
+
+  unreadiness(): string[] {
+    if (this.closing !== undefined) return ['effect queue is closed'];
+    const problems = [redisUnreadiness(this.producer, 'effect publishing')];
+    if (this.workerRedis !== undefined) {
+      problems.push(redisUnreadiness(this.workerRedis, 'effect processing'));
+      if (this.worker?.isRunning() !== true) problems.push('effect worker is not running');
+    }
+    return problems.filter((p) => p !== null);
   }
 
   close(options: CloseOptions = {}): Promise<void> {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_CLOSE_TIMEOUT_MS, type CloseOptions } from './effect-queue.ts';
 import { QueueClosedError } from './errors.ts';
-import { closeWorker, connectRedis, type RedisTarget } from './redis.ts';
+import { closeWorker, connectRedis, redisUnreadiness, type RedisTarget } from './redis.ts';
 import { assertTasks, type PeriodicTask, type Scheduler } from './scheduler.ts';
 
 export const MAINTENANCE_QUEUE = 'maintenance';
@@ -88,6 +88,13 @@ export class BullmqScheduler implements Scheduler {
       return;
     }
     await task.run(signal ?? new AbortController().signal);
+  }
+
+  unreadiness(): string[] {
+    if (this.closing !== undefined) return ['scheduler is closed'];
+    const problems = [redisUnreadiness(this.redis, 'the schedule')];
+    if (this.worker?.isRunning() !== true) problems.push('scheduler worker is not running');
+    return problems.filter((p) => p !== null);
   }
 
   close(options: CloseOptions = {}): Promise<void> {

@@ -28,6 +28,11 @@ export interface EffectQueue {
   /** Starts running jobs (published ones wait until then); call at most once. */
   start(processor: EffectProcessor): void;
   close(options?: CloseOptions): Promise<void>;
+  /**
+   * Why this queue cannot do its work right now (a Redis connection that is not ready, a closed
+   * queue), for the worker's /readyz; empty when it can. Cheap: it reads state, it sends nothing.
+   */
+  unreadiness(): string[];
 }
 
 export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;

@@ -26,6 +26,7 @@ import { reconcilerTask } from './reconciler.ts';
 import { prunerTask } from './pruner.ts';
 import { InProcessScheduler, type Scheduler } from './scheduler.ts';
 import { backoffWithMax, defaultBackoff } from '../store/backoff.ts';
+import { withTimeout } from './deadline.ts';
 
 export interface WorkerSettings {
   redisUrl?: string;
@@ -84,7 +85,23 @@ export interface WorkerDeps {
 export interface WorkerHost {
   queue: EffectQueue;
   relay: OutboxRelay;
+  /**
+   * Why this process cannot do its work now, for the worker's /readyz: the database does not
+   * answer `SELECT 1` within `timeoutMs`, a Redis connection is not ready, the queue or schedule is
+   * not running, or the host was closed. Empty when all of it is usable.
+   */
+  unreadiness(timeoutMs?: number): Promise<string[]>;
   close(): Promise<void>;
+}
+
+/** The database answers within `timeoutMs`, or why not (never throws). */
+async function databaseUnreadiness(db: Database, timeoutMs: number): Promise<string | null> {
+  try {
+    await withTimeout(db.query('SELECT 1'), timeoutMs, () => new Error(`no answer in ${timeoutMs} ms`));
+    return null;
+  } catch (error) {
+    return `database does not answer: ${error instanceof Error ? error.message : String(error)}`;
+  }
 }
 
 /** The journal's name for this process when it runs attempts. */
@@ -179,10 +196,21 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
     { transport: settings.redisUrl === undefined ? 'in-process' : 'bullmq', processing },
     processing ? 'workers started' : 'effect publisher started (API only)',
   );
+  let closed = false;
   return {
     queue,
     relay,
+    async unreadiness(timeoutMs = 2_000) {
+      if (closed) return ['workers are stopped'];
+      const database = await databaseUnreadiness(deps.db, timeoutMs);
+      return [
+        ...(database === null ? [] : [database]),
+        ...queue.unreadiness(),
+        ...(scheduler?.unreadiness() ?? []),
+      ];
+    },
     async close() {
+      closed = true;
       deps.runtime.setEffectSink(() => undefined);
       await follower?.close();
       await scheduler?.close();

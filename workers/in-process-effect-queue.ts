@@ -141,6 +141,10 @@ export class InProcessEffectQueue implements EffectQueue {
     this.retryTimers.add(timer);
   }
 
+  unreadiness(): string[] {
+    return this.closing === undefined ? [] : ['effect queue is closed'];
+  }
+
   close(options: CloseOptions = {}): Promise<void> {
     this.closing ??= this.shutdown(options.timeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
     return this.closing;

@@ -29,6 +29,14 @@ export function connectRedis(target: RedisTarget, role: RedisRole, logger: Logge
 }
 
 /**
+ * Why a client cannot carry commands now, or null when it can: ioredis reports `ready` only
+ * between a completed handshake and the next drop (`connecting`, `reconnecting`, `end`, ...).
+ */
+export function redisUnreadiness(client: Redis, what: string): string | null {
+  return client.status === 'ready' ? null : `redis connection for ${what} is ${client.status}`;
+}
+
+/**
  * Closes a worker, waiting up to `timeoutMs` for active jobs. `close(true)` is no use after
  * `close()`: in bullmq 6.7.0 it returns the first, still waiting, promise. So on timeout we abort
  * the jobs' signals instead, give them a moment to hand their jobs back, then disconnect.

@@ -16,6 +16,8 @@ export interface Scheduler {
   start(): Promise<void>;
   /** Stops scheduling; running tasks get `timeoutMs` before their signal aborts. */
   close(options?: CloseOptions): Promise<void>;
+  /** Why the schedule cannot run right now, for the worker's /readyz; empty when it can. */
+  unreadiness(): string[];
 }
 
 export function assertTasks(tasks: readonly PeriodicTask[]): void {
@@ -62,6 +64,10 @@ export class InProcessScheduler implements Scheduler {
       .catch((error: unknown) => this.logger.warn({ err: error, task: task.name }, 'periodic task failed'))
       .finally(() => this.running.delete(task.name));
     this.running.set(task.name, run);
+  }
+
+  unreadiness(): string[] {
+    return this.closing === undefined ? [] : ['scheduler is closed'];
   }
 
   close(options: CloseOptions = {}): Promise<void> {

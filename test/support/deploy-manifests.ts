@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as apps from 'kubernetes-models/apps/v1';
 import * as batch from 'kubernetes-models/batch/v1';
+import * as networking from 'kubernetes-models/networking.k8s.io/v1';
 import * as policy from 'kubernetes-models/policy/v1';
 import * as rbac from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import * as core from 'kubernetes-models/v1';
@@ -51,6 +52,7 @@ const MODEL_MODULES: Record<string, Record<string, unknown>> = {
   v1: core,
   'apps/v1': apps,
   'batch/v1': batch,
+  'networking.k8s.io/v1': networking,
   'policy/v1': policy,
   'rbac.authorization.k8s.io/v1': rbac,
 };
@@ -118,6 +120,17 @@ export function named(objects: RenderedObject[], kind: string, name: string): Re
   return found;
 }
 
+export interface Probe {
+  httpGet?: { path: string; port: string };
+  periodSeconds?: number;
+  timeoutSeconds?: number;
+  failureThreshold?: number;
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+}
+
 /** The parts of a container and a Pod template the checks read. */
 export interface Container {
   name: string;
@@ -125,9 +138,10 @@ export interface Container {
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   envFrom?: { configMapRef?: { name: string } }[];
   ports?: { name: string; containerPort: number }[];
-  livenessProbe?: { httpGet?: { path: string; port: string } };
-  readinessProbe?: { httpGet?: { path: string; port: string } };
-  startupProbe?: { httpGet?: { path: string; port: string } };
+  image?: string;
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  startupProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: {
     allowPrivilegeEscalation?: boolean;
@@ -143,7 +157,40 @@ export interface PodSpec {
   securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
   containers: Container[];
   volumes?: { name: string; emptyDir?: unknown }[];
+  topologySpreadConstraints?: {
+    maxSkew: number;
+    topologyKey: string;
+    whenUnsatisfiable: string;
+    labelSelector?: LabelSelector;
+    matchLabelKeys?: string[];
+  }[];
 }
+
+/** Whether a matchLabels selector selects these labels (an empty or absent one selects all). */
+export function selects(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
+  return Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+}
+
+/** The parts of a NetworkPolicy the checks read. */
+export interface NetworkPolicyPeer {
+  podSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
+  ipBlock?: { cidr: string };
+}
+export interface NetworkPolicyRule {
+  ports?: { port?: number | string; protocol?: string }[];
+  from?: NetworkPolicyPeer[];
+  to?: NetworkPolicyPeer[];
+}
+export interface NetworkPolicySpec {
+  podSelector: LabelSelector;
+  policyTypes?: string[];
+  ingress?: NetworkPolicyRule[];
+  egress?: NetworkPolicyRule[];
+}
+
+export const networkPolicySpec = (policy: RenderedObject): NetworkPolicySpec =>
+  policy['spec'] as NetworkPolicySpec;
 
 /** A Deployment or Job with its Pod template. */
 export interface Workload {

@@ -237,6 +237,30 @@ describe('secrets in configuration', () => {
   });
 });
 
+describe('SANDLOT_WORKER_HEALTH_PORT and _HOST', () => {
+  it('has no probe listener when the port is unset or 0', () => {
+    expect(loadConfig(PRODUCTION).workerHealth).toBeUndefined();
+    expect(loadConfig({ ...PRODUCTION, SANDLOT_WORKER_HEALTH_PORT: '0' }).workerHealth).toBeUndefined();
+  });
+
+  it('listens on loopback by default, and where the host says', () => {
+    expect(loadConfig({ ...PRODUCTION, SANDLOT_WORKER_HEALTH_PORT: '8081' }).workerHealth).toEqual({
+      host: '127.0.0.1',
+      port: 8081,
+    });
+    expect(
+      loadConfig({ ...PRODUCTION, SANDLOT_WORKER_HEALTH_PORT: '8081', SANDLOT_WORKER_HEALTH_HOST: '0.0.0.0' })
+        .workerHealth,
+    ).toEqual({ host: '0.0.0.0', port: 8081 });
+  });
+
+  it('refuses a port that is not one', () => {
+    expect(configError({ ...PRODUCTION, SANDLOT_WORKER_HEALTH_PORT: '70000' }).message).toContain(
+      'SANDLOT_WORKER_HEALTH_PORT',
+    );
+  });
+});
+
 describe('SANDLOT_EVENTS_URL', () => {
   it('is kept in production only (embedded mode stands in for Events)', () => {
     const url = 'https://events.internal/api/';
