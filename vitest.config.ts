@@ -8,6 +8,7 @@ const unitTests = [
   'test/unit/**/*.test.ts',
   'test/fakes/kube-api/lifetimes.test.ts',
   'test/fakes/kube-api/parsers.test.ts',
+  'providers/agent-sandbox/build-test-observe.test.ts',
   'providers/agent-sandbox/build-test-pods.test.ts',
   'providers/agent-sandbox/builders.test.ts',
   'providers/agent-sandbox/kube-errors.test.ts',

@@ -95,10 +95,17 @@ export interface PreparationReceipt {
 
 /** Bounded command output: logs are never file evidence. */
 export interface CommandLog {
+  /** Bytes of output seen: all of it (simulated), or the bytes of `tail` read back (Kubernetes). */
   bytes: number;
+  /** Whether output before (or, on Kubernetes, past the limit within a last line) was left out. */
   truncated: boolean;
   /** The last bytes of the output, UTF-8 (at most the profile's maxLogBytes). */
   tail: string;
+  /**
+   * Set when the log could not be read (a stable code: `http-404`, `forbidden-403`, `transport`,
+   * `timeout`, `no-log-limit`): the log is then empty. The exit code stands either way.
+   */
+  unavailable?: string;
 }
 
 export type InterruptReason = 'timeout' | 'cancelled' | 'output-limit';

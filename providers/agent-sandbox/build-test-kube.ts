@@ -1,8 +1,9 @@
 // The BuildTest runner's requests to the API server: Pods (create, exact read, conditional annotation
-// patch, UID-preconditioned delete) and NetworkPolicies (through the generic custom-object client,
-// which serves any group). Errors are classified by kube-errors.ts exactly as the adapter's other
-// requests; a 404 naming the object is absence, a 409 on create is AlreadyExists for the caller to
-// read back, and a 409 on a preconditioned write or delete means the UID changed.
+// patch, UID-preconditioned delete, one container's bounded log) and NetworkPolicies (through the
+// generic custom-object client, which serves any group). Errors are classified by kube-errors.ts
+// exactly as the adapter's other requests; a 404 naming the object is absence, a 409 on create is
+// AlreadyExists for the caller to read back, and a 409 on a preconditioned write or delete means
+// the UID changed.
 import type { CallOptions } from '../provider.ts';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from './client-node.ts';
 import { kubeRequest } from './kube-client.ts';
@@ -44,6 +45,23 @@ export class BuildTestKube {
         if (isNotFound(error, name)) return null;
         throw error;
       }
+    });
+  }
+
+  /**
+   * One container's log (the log subresource): its last `tailLines` lines, of which the server sends
+   * at most the first `limitBytes` bytes. Anything past `limitBytes` is cut here too.
+   */
+  readPodLog(
+    namespace: string,
+    name: string,
+    read: { container: string; tailLines: number; limitBytes: number },
+    call: CallOptions,
+  ): Promise<Buffer> {
+    return kubeRequest('read', `the log of Pod ${name}`, call, async (options) => {
+      const text = await this.core.readNamespacedPodLog({ namespace, name, ...read }, options);
+      const bytes = Buffer.from(text, 'utf8');
+      return bytes.length > read.limitBytes ? bytes.subarray(0, read.limitBytes) : bytes;
     });
   }
 

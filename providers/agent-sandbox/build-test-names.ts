@@ -22,6 +22,8 @@ export const BUILD_TEST_ANNOTATIONS = {
   leaseResourceId: 'sandlot.dev/lease-resource-id',
   /** The helper's request (build-test-pods.ts `HelperRequest`), canonical JSON. */
   request: 'sandlot.dev/build-test-request',
+  /** The profile's maxLogBytes on the command Pod: how much of its log an observation reads back. */
+  maxLogBytes: 'sandlot.dev/max-log-bytes',
   /** Set by the runner once the preparation receipt matched, before the command is released. */
   preparationReceipt: 'sandlot.dev/preparation-receipt',
   /** Set by the runner when the receipt did not match: the command is never released. */

@@ -2,8 +2,10 @@
 // binding, the operation's role labels and every binding annotation the runner stamped (request
 // fingerprint, operation, checkpoint, accepted command hash, lease resource). A same-named Pod that
 // does not is refused, never adopted. Then its status maps to an observation: the runner's refusal
-// annotation is a preparation failure; a terminated command container is an exit code; an active
-// deadline or an eviction is an interruption; anything else is still running.
+// annotation is a preparation failure; an active deadline, an eviction (an output-limit one
+// included, build-test-evictions.ts) or an OOM kill is an interruption; a terminated command
+// container is an exit code; anything else is still running. The log of an exited command is read
+// by the runner afterwards (build-test-log.ts); this mapping only reads the Pod.
 import { definitive } from '../errors.ts';
 import type { ResourceRef } from '../provider.ts';
 import type { BuildTestBinding, CommandLog, CommandObservation, PodRef, PodRole } from '../build-test.ts';
@@ -14,13 +16,16 @@ import {
   COMMAND_CONTAINER,
   operationLabelOf,
 } from './build-test-names.ts';
+import { evictionOf } from './build-test-evictions.ts';
 import type { HelperRequest } from './build-test-pods.ts';
 import { storedPreparation } from './build-test-receipts.ts';
 import type { KubeObject } from './kube-object.ts';
 import { assertOwned } from './owner-labels.ts';
 
-/** The logs are not read yet (no log subresource is used): an exited command reports an empty tail. */
-const NO_LOG: CommandLog = { bytes: 0, truncated: false, tail: '' };
+/** The log of an exited command before the runner read it (observeCommand always reads it). */
+const NOT_READ: CommandLog = { bytes: 0, truncated: false, tail: '', unavailable: 'not-read' };
+/** The highest maxLogBytes a profile may set (config/build-test-profile.ts). */
+const MAX_LOG_BYTES = 16 * 1024 * 1024;
 
 export function assertOurPod(
   pod: V1Pod,
@@ -88,7 +93,14 @@ function containerStatus(pod: V1Pod, name: string): ContainerStatus | undefined 
   return (pod.status?.containerStatuses ?? []).find((status) => status.name === name);
 }
 
-export function commandObservationOf(pod: V1Pod): CommandObservation {
+/** The profile's maxLogBytes the runner stamped on the command Pod; null when it is not readable. */
+export function maxLogBytesOf(pod: V1Pod): number | null {
+  const text = pod.metadata?.annotations?.[A.maxLogBytes] ?? '';
+  const value = /^[1-9][0-9]{0,8}$/.test(text) ? Number(text) : NaN;
+  return value <= MAX_LOG_BYTES ? value : null;
+}
+
+export function commandObservationOf(pod: V1Pod, log: CommandLog = NOT_READ): CommandObservation {
   const ref = podRefOf(pod, 'command');
   const annotations = pod.metadata?.annotations ?? {};
   const refused = annotations[A.preparationRefused];
@@ -99,6 +111,8 @@ export function commandObservationOf(pod: V1Pod): CommandObservation {
   if (pod.status?.reason === 'DeadlineExceeded') {
     return { state: 'interrupted', pod: ref, reason: 'timeout', message: 'the command passed its deadline' };
   }
+  const eviction = evictionOf(pod, COMMAND_CONTAINER);
+  if (eviction !== null) return { state: 'interrupted', pod: ref, ...eviction };
   const terminated = containerStatus(pod, COMMAND_CONTAINER)?.state?.terminated;
   if (terminated !== undefined && (isTerminal(pod) || pod.metadata?.deletionTimestamp)) {
     if (terminated.reason === 'OOMKilled') {
@@ -109,10 +123,10 @@ export function commandObservationOf(pod: V1Pod): CommandObservation {
         message: 'the command ran out of memory',
       };
     }
-    return { state: 'exited', pod: ref, preparation, exitCode: terminated.exitCode, log: NO_LOG };
+    return { state: 'exited', pod: ref, preparation, exitCode: terminated.exitCode, log };
   }
   if (isTerminal(pod) || pod.metadata?.deletionTimestamp) {
-    // Ended (evicted, deleted) before the command ran to an exit code.
+    // Ended (failed, deleted) before the command ran to an exit code.
     const why = pod.status?.reason ?? (pod.metadata?.deletionTimestamp ? 'Deleting' : 'Ended');
     return { state: 'interrupted', pod: ref, reason: 'cancelled', message: `the command Pod ended: ${why}` };
   }

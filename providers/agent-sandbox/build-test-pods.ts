@@ -198,7 +198,10 @@ export function buildCommandPod(plan: PodPlan, command: AcceptedCommandSpec): V1
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: metadata(plan, name, 'command', { [A.request]: canonicalJson(request) }),
+    metadata: metadata(plan, name, 'command', {
+      [A.request]: canonicalJson(request),
+      [A.maxLogBytes]: String(profile.resources.maxLogBytes),
+    }),
     spec: podSpec(
       plan,
       'command',

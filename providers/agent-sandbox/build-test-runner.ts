@@ -5,7 +5,9 @@
 // checked. The command starts only after the preparation receipt matched: the runner records the
 // checked receipt on the Pod, then releases the command through the helper; a receipt that does not
 // match is recorded as `sandlot.dev/preparation-refused` and the command is never released (the Pod
-// stays until cleanup deletes it; observeCommand answers `failed`/`preparation-failed`).
+// stays until cleanup deletes it; observeCommand answers `failed`/`preparation-failed`). An exited
+// command's observation carries its log, read back bounded by the maxLogBytes stamped on the Pod
+// (build-test-log.ts); a log that cannot be read is marked unavailable and never decides anything.
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import type {
@@ -25,12 +27,15 @@ import type { CallOptions } from '../provider.ts';
 import { BuildTestKube } from './build-test-kube.ts';
 import { awaitHelper, collectorCapture, collectorReceipt, prepare, release } from './build-test-helper.ts';
 import { resolveLease, leaseSnapshot } from './build-test-lease.ts';
-import { BUILD_TEST_ANNOTATIONS as A, buildTestPodName } from './build-test-names.ts';
+import { evictionOf } from './build-test-evictions.ts';
+import { readCommandLog } from './build-test-log.ts';
+import { BUILD_TEST_ANNOTATIONS as A, buildTestPodName, COLLECTOR_CONTAINER } from './build-test-names.ts';
 import {
   assertOurPod,
   commandObservationOf,
   helperRequestOf,
   isTerminal,
+  maxLogBytesOf,
   podRefOf,
 } from './build-test-observe.ts';
 import {
@@ -116,7 +121,12 @@ export class AgentSandboxBuildTestRunner implements BuildTestRunner {
   ): Promise<CommandObservation> {
     return this.call('observeCommand', options, async () => {
       const pod = await this.readPod(binding, placement, 'command', options);
-      return pod === null ? { state: 'absent' } : commandObservationOf(pod);
+      if (pod === null) return { state: 'absent' };
+      const observed = commandObservationOf(pod);
+      if (observed.state !== 'exited') return observed;
+      const name = observed.pod.name;
+      const log = await readCommandLog(this.pods, this.namespace, name, maxLogBytesOf(pod), options);
+      return { ...observed, log };
     });
   }
 
@@ -177,6 +187,8 @@ export class AgentSandboxBuildTestRunner implements BuildTestRunner {
           message: 'the collector passed its deadline',
         };
       }
+      const eviction = evictionOf(pod, COLLECTOR_CONTAINER);
+      if (eviction !== null) return { state: 'interrupted', pod: ref, ...eviction };
       if (isTerminal(pod) || pod.metadata?.deletionTimestamp) {
         const message = `the collector Pod ended before it answered (${pod.status?.phase ?? 'deleting'})`;
         return { state: 'interrupted', pod: ref, reason: 'cancelled', message };

@@ -1,7 +1,8 @@
 // BuildTest through the HTTP routes with SANDLOT_PROVIDER=agent-sandbox: the production adapter and
 // its BuildTest runner against the fake Kubernetes API (real CRD schemas, real TLS, exec over
 // WebSocket), the project's network policy read back from Cilium objects, a real Git bundle as the
-// seed. One version 2 operation from the binding to capture, acknowledgment and exact-UID cleanup.
+// seed. One version 2 operation from the binding to capture (the command's log read back from its
+// Pod), acknowledgment and exact-UID cleanup.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedCore, registerAdmission } from '../../actors/build-test/core-embedded.ts';
@@ -34,6 +35,7 @@ interface Operation {
   requestFingerprint: string;
   pods: { command: { uid: string } | null; collector: { uid: string } | null };
   capture: { sha256: string; length: number } | null;
+  log: Record<string, unknown> | null;
   cleanedAt: string | null;
 }
 
@@ -85,6 +87,7 @@ describe.skipIf(skipWithoutCrds)('BuildTest over HTTP on the Agent Sandbox adapt
     };
     const seed = await gitSeed({ 'README.md': '# app\n', 'src/index.js': 'console.log(1);\n' });
     const command = await acceptVersion2(h.db, checkpoint, seed, ['dist/app.js']);
+    bt.plans.set(command.operationId, { write: { 'dist/app.js': 'built\n' }, output: 'built dist/app.js\n' });
     const routes = `${s.base}/sandbox/build-test`;
     const prepared = await h.request(
       'GET',
@@ -115,6 +118,8 @@ describe.skipIf(skipWithoutCrds)('BuildTest over HTTP on the Agent Sandbox adapt
       30_000,
     );
     const collectorUid = done.pods.collector?.uid ?? '';
+    // The command's log, read back from the command Pod's log subresource.
+    expect(done.log).toEqual({ bytes: 18, truncated: false, tail: 'built dist/app.js\n' });
 
     const capture = await h.request('GET', `${routes}/commands/${command.operationId}/workspace-capture`, {
       token: s.token,

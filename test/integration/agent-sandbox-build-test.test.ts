@@ -1,8 +1,10 @@
 // The Agent Sandbox BuildTest runner against the fake Kubernetes API over real TLS, on a lease the
 // adapter provisioned: a real Git bundle is prepared into the lease's Workspace PVC by the helper
 // over exec, the seeded command runs only after the receipt matched, the collector seals a document
-// that parses, and every refusal (a wrong receipt, a failed command, a receipt for another Pod, a
-// Pod re-created under the same name) comes back as the port promises.
+// that parses, the command's log is read back bounded by maxLogBytes (an unreadable one marked
+// unavailable), an eviction for the command's output is an output-limit interruption, and every
+// refusal (a wrong receipt, a failed command, a receipt for another Pod, a Pod re-created under the
+// same name) comes back as the port promises.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -32,7 +34,11 @@ import {
   withWorkspaces,
 } from '../support/fake-cluster-harness.ts';
 import { gitSeed, type GitSeed } from '../support/git-seed.ts';
-import { runnerOperation, type RunnerOperation } from '../support/build-test-runner-fixture.ts';
+import {
+  runnerOperation,
+  runnerProfile,
+  type RunnerOperation,
+} from '../support/build-test-runner-fixture.ts';
 
 let fake: FakeKubeApi;
 let bt: FakeBuildTest;
@@ -204,6 +210,88 @@ describe.skipIf(skipWithoutCrds)('AgentSandboxBuildTestRunner on the fake Kubern
     const commandPod = await runner.startCommand(op.request, budget());
     const observed = await runner.observeCommand(op.binding, op.placement, budget());
     expect(observed).toMatchObject({ state: 'exited', exitCode: 2 });
+    const error = await refusal(
+      runner.startCollector({ ...op.request, commandPod, preparation: null }, budget()),
+    );
+    expect(error.code).toBe('command-not-succeeded');
+  });
+
+  it('reads an exited command’s log from the log subresource, whole when it fits in maxLogBytes', async () => {
+    const op = await operation(2, []);
+    bt.plans.set(op.binding.operationId, { exitCode: 3, output: 'compiling\nerror: no such file\n' });
+    const pod = await runner.startCommand(op.request, budget());
+    const observed = await runner.observeCommand(op.binding, op.placement, budget());
+    expect(observed).toMatchObject({
+      state: 'exited',
+      exitCode: 3,
+      log: { bytes: 30, truncated: false, tail: 'compiling\nerror: no such file\n' },
+    });
+    expect(observed.state === 'exited' && 'unavailable' in observed.log).toBe(false);
+    const reads = fake.requests.filter((r) => r.subresource === 'log' && r.name === pod.name);
+    expect(reads.map((r) => ({ verb: r.verb, query: r.query }))).toEqual([
+      {
+        verb: 'get',
+        query: {
+          container: 'command',
+          tailLines: '65537',
+          limitBytes: String(runnerProfile.resources.maxLogBytes + 1),
+        },
+      },
+    ]);
+  });
+
+  it('keeps exactly the end of a longer log within maxLogBytes, and marks it truncated', async () => {
+    const max = runnerProfile.resources.maxLogBytes;
+    const lines = Array.from({ length: 2_000 }, (_, i) => `line ${i}\n`).join('');
+    const op = await operation(2, []);
+    bt.plans.set(op.binding.operationId, { output: lines });
+    await runner.startCommand(op.request, budget());
+    const observed = await runner.observeCommand(op.binding, op.placement, budget());
+    if (observed.state !== 'exited') throw new Error(`not exited: ${observed.state}`);
+    const { log } = observed;
+    expect(log).toMatchObject({ truncated: true, bytes: Buffer.byteLength(log.tail) });
+    expect(log.bytes).toBeLessThanOrEqual(max);
+    expect(lines.endsWith(log.tail) && log.tail.startsWith('line ')).toBe(true);
+    expect(log.tail.endsWith('line 1999\n')).toBe(true);
+
+    // One line longer than the limit: its first maxLogBytes bytes, the end of the log being that line.
+    const long = await operation(2, []);
+    bt.plans.set(long.binding.operationId, { output: `first\n${'é'.repeat(max)}\n` });
+    await runner.startCommand(long.request, budget());
+    const seen = await runner.observeCommand(long.binding, long.placement, budget());
+    expect(seen).toMatchObject({
+      state: 'exited',
+      log: { truncated: true, bytes: max, tail: 'é'.repeat(max / 2) },
+    });
+  });
+
+  it('reports an unreadable log as unavailable and keeps the exit code as the evidence', async () => {
+    const op = await operation(2, []);
+    await runner.startCommand(op.request, budget());
+    fake.faults.failNext({ verb: 'get', resource: 'pods', subresource: 'log' }, 403);
+    expect(await runner.observeCommand(op.binding, op.placement, budget())).toMatchObject({
+      state: 'exited',
+      exitCode: 0,
+      log: { bytes: 0, truncated: false, tail: '', unavailable: 'forbidden-403' },
+    });
+    fake.faults.failNext({ verb: 'get', resource: 'pods', subresource: 'log' }, 500);
+    expect(await runner.observeCommand(op.binding, op.placement, budget())).toMatchObject({
+      state: 'exited',
+      exitCode: 0,
+      log: { tail: '', unavailable: 'http-500' },
+    });
+  });
+
+  it('ends a command evicted for its output (ephemeral-storage limit) Interrupted with output-limit', async () => {
+    const op = await operation(2, []);
+    bt.plans.set(op.binding.operationId, { interrupt: { reason: 'output-limit' }, output: 'x\n' });
+    const commandPod = await runner.startCommand(op.request, budget());
+    expect(podOf(commandPod.name)?.status).toMatchObject({ phase: 'Failed', reason: 'Evicted' });
+    const observed = await runner.observeCommand(op.binding, op.placement, budget());
+    expect(observed).toMatchObject({ state: 'interrupted', reason: 'output-limit' });
+    expect(observed.state === 'interrupted' && observed.message).toContain(
+      'Container command exceeded its local ephemeral storage limit',
+    );
     const error = await refusal(
       runner.startCollector({ ...op.request, commandPod, preparation: null }, budget()),
     );

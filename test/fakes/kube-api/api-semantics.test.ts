@@ -232,3 +232,55 @@ describe.skipIf(skipWithoutCrds)('faults', () => {
     expect((await failureOf(getClaim('drop-delete'))).code).toBe(404);
   });
 });
+
+describe.skipIf(skipWithoutCrds)('the Pod log subresource', () => {
+  const pod = (name: string, containers: string[], init: string[] = []) =>
+    k.core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        spec: {
+          containers: containers.map((c) => ({ name: c, image: 'i' })),
+          ...(init.length > 0 ? { initContainers: init.map((c) => ({ name: c, image: 'i' })) } : {}),
+        },
+      },
+    });
+
+  it('serves what a container printed: the last tailLines lines, then the first limitBytes bytes', async () => {
+    await pod('logs', ['main'], ['helper']);
+    fake.podLogs.set(ns, 'logs', 'main', 'one\ntwo\nthree\nfour');
+    fake.podLogs.set(ns, 'logs', 'helper', 'helper output\n');
+    const read = (query: { tailLines?: number; limitBytes?: number; container?: string }) =>
+      k.core.readNamespacedPodLog({ namespace: ns, name: 'logs', container: 'main', ...query });
+    expect(await read({})).toBe('one\ntwo\nthree\nfour');
+    expect(await read({ tailLines: 2 })).toBe('three\nfour');
+    expect(await read({ tailLines: 3, limitBytes: 7 })).toBe('two\nthr');
+    expect(await read({ tailLines: 0 })).toBe('');
+    expect(await read({ tailLines: 10, limitBytes: 1000 })).toBe('one\ntwo\nthree\nfour');
+    expect(await read({ container: 'helper' })).toBe('helper output\n');
+    const request = fake.requests.at(-1);
+    expect(request).toMatchObject({ verb: 'get', resource: 'pods', subresource: 'log', name: 'logs' });
+  });
+
+  it('answers an empty log for a container that printed nothing, and refuses what the API refuses', async () => {
+    await pod('quiet', ['only']);
+    expect(await k.core.readNamespacedPodLog({ namespace: ns, name: 'quiet' })).toBe('');
+    await pod('two', ['a', 'b']);
+    const noContainer = await failureOf(k.core.readNamespacedPodLog({ namespace: ns, name: 'two' }));
+    expect(noContainer).toMatchObject({ code: 400, status: { reason: 'BadRequest' } });
+    expect(noContainer.status.message).toContain('a container name must be specified for pod two');
+    const wrong = await failureOf(
+      k.core.readNamespacedPodLog({ namespace: ns, name: 'two', container: 'c' }),
+    );
+    expect(wrong.status.message).toBe('container c is not valid for pod two');
+    const limit = await failureOf(
+      k.core.readNamespacedPodLog({ namespace: ns, name: 'two', container: 'a', limitBytes: 0 }),
+    );
+    expect(limit).toMatchObject({ code: 422, status: { reason: 'Invalid' } });
+    const absent = await failureOf(k.core.readNamespacedPodLog({ namespace: ns, name: 'absent' }));
+    expect(absent).toMatchObject({ code: 404, status: { reason: 'NotFound', details: { name: 'absent' } } });
+    fake.faults.failNext({ verb: 'get', resource: 'pods', subresource: 'log' }, 500);
+    const injected = await failureOf(k.core.readNamespacedPodLog({ namespace: ns, name: 'quiet' }));
+    expect(injected.code).toBe(500);
+  });
+});

@@ -2,14 +2,22 @@
 // labelled `sandlot.dev/build-test-role`. Each Workspace PVC is a real directory under a temp dir.
 // The `preparation` helper clones the seed bundle into the PVC directory and answers the receipt;
 // `release` runs the operation's seeded plan there (providers/simulated/build-test-plan.ts; default:
-// exit 0, each declared output written) and makes the Pod terminal with the command container's exit
-// code. The collector walks the PVC directory with the simulated collector, seals the document in the
+// exit 0, each declared output written), sets the plan's `output` as the command container's log
+// (`fake.podLogs`), and makes the Pod terminal with the command container's exit code, or ends it
+// as the kubelet would for the plan's interruption: `timeout` is the active deadline
+// (DeadlineExceeded), `output-limit` the eviction for the command container's ephemeral-storage
+// limit (its log counts against it), `cancelled` an eviction for node pressure; an evicted command
+// container is terminated with 137. The collector walks the PVC directory with the simulated collector, seals the document in the
 // Pod's private directory on its first `receipt`, and serves the receipt and the sealed bytes.
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AcceptedCommandSpec, BuildTestBinding } from '../../../providers/build-test.ts';
+import type {
+  AcceptedCommandSpec,
+  BuildTestBinding,
+  InterruptReason,
+} from '../../../providers/build-test.ts';
 import { collect, type Collection } from '../../../providers/simulated/build-test-collector.ts';
 import {
   applyPlan,
@@ -41,6 +49,20 @@ export interface FakeBuildTest {
   workspaceDir(pvcName: string): string;
   close(): Promise<void>;
 }
+
+/** How the kubelet ends a command Pod for each interruption (pkg/kubelet/eviction message formats). */
+const ENDINGS: Record<InterruptReason, { reason: string; message: string; exitCode?: number }> = {
+  timeout: {
+    reason: 'DeadlineExceeded',
+    message: 'Pod was active on the node longer than the specified deadline',
+  },
+  'output-limit': {
+    reason: 'Evicted',
+    message: 'Container command exceeded its local ephemeral storage limit "1Gi". ',
+    exitCode: 137,
+  },
+  cancelled: { reason: 'Evicted', message: 'The node was low on resource: memory. ', exitCode: 137 },
+};
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const budget = () => ({ signal: new AbortController().signal, deadline: new Date(Date.now() + 60_000) });
@@ -114,21 +136,24 @@ export async function installBuildTest(fake: FakeKubeApi): Promise<FakeBuildTest
     close: () => rm(root, { recursive: true, force: true }),
   };
 
-  /** Ends the command Pod as the plan says: Succeeded on exit 0, Failed otherwise or on a deadline. */
-  function finish(pod: KubeObject, exitCode: number, timedOut: boolean): void {
+  /** Ends the command Pod as the plan says: Succeeded on exit 0, Failed otherwise or interrupted. */
+  function finish(pod: KubeObject, exitCode: number, interrupt: InterruptReason | null): void {
     const ref = {
       apiVersion: 'v1',
       kind: 'Pod',
       namespace: pod.metadata.namespace ?? '',
       name: pod.metadata.name,
     };
+    const ended = interrupt === null ? null : ENDINGS[interrupt];
+    const code = ended?.exitCode ?? exitCode;
     fake.objects.mutate(ref, (stored) => {
       const finishedAt = new Date().toISOString();
-      const terminated = { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', finishedAt };
+      const reason = code === 0 ? 'Completed' : 'Error';
+      const terminated = { exitCode: code, reason, startedAt: finishedAt, finishedAt };
       stored.status = {
         ...stored.status,
-        phase: exitCode === 0 && !timedOut ? 'Succeeded' : 'Failed',
-        ...(timedOut ? { reason: 'DeadlineExceeded' } : {}),
+        phase: code === 0 && ended === null ? 'Succeeded' : 'Failed',
+        ...(ended === null ? {} : { reason: ended.reason, message: ended.message }),
         containerStatuses: [{ name: 'command', ready: false, restartCount: 0, state: { terminated } }],
       };
     });
@@ -179,7 +204,8 @@ export async function installBuildTest(fake: FakeKubeApi): Promise<FakeBuildTest
       const plan = bt.plans.get(request.operationId) ?? defaultPlan(bindingOf(request), command);
       const snapshot = snapshotPlan(plan, command);
       await applyPlan(repo, snapshot);
-      finish(pod, snapshot.exitCode, snapshot.interrupt !== null);
+      fake.podLogs.set(pod.metadata.namespace ?? '', pod.metadata.name, 'command', snapshot.output);
+      finish(pod, snapshot.exitCode, snapshot.interrupt?.reason ?? null);
     }
     await ctx.stdout('{"released":true}\n');
     return 0;

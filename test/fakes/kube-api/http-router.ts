@@ -8,6 +8,7 @@ import { discovery } from './discovery.ts';
 import { KubeError, badRequest, injected } from './errors.ts';
 import type { FaultPlan, RequestFacts } from './faults.ts';
 import { findResource, type ResourceType } from './resources.ts';
+import type { PodLogs } from './pod-logs.ts';
 import { isObject, type RecordedRequest, type Verb } from './types.ts';
 import { isWatch, watchRequest, type WatchRequest } from './watch-events.ts';
 import type { WatchStreams } from './watch-streams.ts';
@@ -19,6 +20,7 @@ export interface RouterDeps {
   token: string;
   requests: RecordedRequest[];
   watches: WatchStreams;
+  logs: PodLogs;
 }
 
 interface Target {
@@ -31,6 +33,8 @@ interface Target {
 interface Outcome {
   code: number;
   body: unknown;
+  /** A plain-text answer (a Pod's log) instead of JSON. */
+  text?: Buffer;
 }
 
 const POLICIES: readonly PropagationPolicy[] = ['Foreground', 'Background', 'Orphan'];
@@ -53,7 +57,8 @@ function parseTarget(path: string): Target | undefined {
   const resource = version && plural ? findResource(group, version, plural) : undefined;
   if (!resource || extra.length > 0) return undefined;
   if (namespace !== undefined && !resource.namespaced) return undefined;
-  if (subresource !== undefined && (subresource !== 'status' || !resource.statusSubresource))
+  const isLog = subresource === 'log' && group === '' && plural === 'pods';
+  if (subresource !== undefined && !isLog && (subresource !== 'status' || !resource.statusSubresource))
     return undefined;
   const target: Target = { resource };
   if (namespace !== undefined) target.namespace = namespace;
@@ -65,6 +70,8 @@ function parseTarget(path: string): Target | undefined {
 function verbOf(method: string, target: Target): Verb | undefined {
   const named = target.name !== undefined;
   const needsNamespace = target.resource.namespaced && target.namespace === undefined;
+  // The log subresource is read-only: `get` on pods/log, as RBAC names it.
+  if (target.subresource === 'log') return method === 'GET' && named && !needsNamespace ? 'get' : undefined;
   switch (method) {
     case 'GET':
       return named ? (needsNamespace ? undefined : 'get') : 'list';
@@ -109,6 +116,10 @@ function dispatch(
   if (query['dryRun'] !== undefined) throw badRequest('the fake Kubernetes API does not support dryRun');
   switch (verb) {
     case 'get':
+      if (subresource === 'log') {
+        const text = deps.logs.read(api.get(resource, namespace, name), query);
+        return { code: 200, body: undefined, text };
+      }
       return { code: 200, body: api.get(resource, namespace, name) };
     case 'list':
       return { code: 200, body: api.list(resource, namespace, query) };
@@ -149,6 +160,11 @@ function readBody(req: IncomingMessage): Promise<string> {
 }
 
 function send(res: ServerResponse, outcome: Outcome): void {
+  if (outcome.text !== undefined) {
+    res.writeHead(outcome.code, { 'content-type': 'text/plain' });
+    res.end(outcome.text);
+    return;
+  }
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (outcome.code === 429 || outcome.code === 503) headers['retry-after'] = '1';
   res.writeHead(outcome.code, headers);

@@ -15,6 +15,7 @@ import { createExecEndpoint } from './exec-server.ts';
 import type { ExecSession } from './exec-session.ts';
 import { FaultPlan, type FakeFaults } from './faults.ts';
 import { createRequestHandler } from './http-router.ts';
+import { PodLogs, type FakePodLogs } from './pod-logs.ts';
 import { renderKubeconfig } from './kubeconfig.ts';
 import { RESOURCES } from './resources.ts';
 import { ObjectStore, type FakeStore } from './store.ts';
@@ -25,6 +26,7 @@ import { WatchStreams, type FakeWatches, type WatchSettings } from './watch-stre
 export type { ControllerOptions, FakeController } from './controller.ts';
 export type { FakeFaults, FaultMatch } from './faults.ts';
 export type { FakeStore } from './store.ts';
+export type { FakePodLogs } from './pod-logs.ts';
 export type { FakeWatches } from './watch-streams.ts';
 export type { WatchEvent, WatchEventType } from './watch-events.ts';
 export type { ObjectLifetime } from './lifetimes.ts';
@@ -90,6 +92,8 @@ export interface FakeKubeApi {
   execFaults: FakeExecFaults;
   /** Every exec session upgraded, in order, with its stdin byte count and outcome. */
   execSessions: ExecSession[];
+  /** What each Pod's containers printed, served by the log subresource (pod-logs.ts). */
+  podLogs: FakePodLogs;
   close(): Promise<void>;
 }
 
@@ -106,9 +110,10 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
   const deleter = new Deleter(store, { podLingerSteps: controllerOptions.podLingerSteps ?? 0 });
   const faults = new FaultPlan();
   const requests: RecordedRequest[] = [];
+  const logs = new PodLogs();
   const server = createServer(
     { key: tls.serverKeyPem, cert: tls.serverCertPem },
-    createRequestHandler({ api, deleter, faults, token, requests, watches }),
+    createRequestHandler({ api, deleter, faults, token, requests, watches, logs }),
   );
   const execHandlers = defaultExecHandlers();
   const execFaults = new ExecFaultPlan();
@@ -153,6 +158,7 @@ export async function startFakeKubeApi(options: FakeKubeApiOptions = {}): Promis
     execHandlers,
     execFaults,
     execSessions,
+    podLogs: logs,
     close: async () => {
       controller.pause();
       exec.close();
