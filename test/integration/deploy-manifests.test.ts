@@ -7,20 +7,22 @@
 // builds on Node 24 and labels the image (OCI annotations).
 //
 // RBAC is derived, not listed: the Agent Sandbox adapter (with and without the AgentHost profile),
-// the Cilium verifier and the Workspace storage readback run under the production overlay's own
-// settings against the fake Kubernetes API, and every call it records must be allowed by the
-// rendered Role/ClusterRole for the Pods' ServiceAccount, while every permission those rules grant
-// must have been used by some call. A feature that makes a new call fails here until deploy/ grants
-// it; a grant nothing uses fails until it is removed.
+// the Cilium verifier, the Workspace storage readback and the BuildTest runner run under the
+// production overlay's own settings against the fake Kubernetes API, and every call it records must
+// be allowed by the rendered Role/ClusterRole for the Pods' ServiceAccount, while every permission
+// those rules grant must have been used by some call. A feature that makes a new call fails here
+// until deploy/ grants it; a grant nothing uses fails until it is removed.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../config/load.ts';
 import { namesCredential } from '../../config/agenthost.ts';
+import { createAgentSandboxBuildTestRunner } from '../../providers/agent-sandbox/build-test-runner.ts';
 import { createAgentSandbox } from '../../providers/agent-sandbox/create-provider.ts';
 import { loadAgentSandboxOptions } from '../../providers/agent-sandbox/options.ts';
-import type { SandboxProvider } from '../../providers/provider.ts';
+import type { CallOptions, SandboxProvider } from '../../providers/provider.ts';
+import { installBuildTest } from '../fakes/kube-api/build-test-kubelet.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/index.ts';
 import {
   budget,
@@ -53,11 +55,13 @@ import {
   type RenderedObject,
   type Workload,
 } from '../support/deploy-manifests.ts';
+import { runnerOperation } from '../support/build-test-runner-fixture.ts';
 import {
   ciliumPolicyObject,
   workspacePvObject,
   workspacePvcObject,
 } from '../support/fake-cluster-harness.ts';
+import { gitSeed } from '../support/git-seed.ts';
 import {
   allows,
   callsOf,
@@ -610,7 +614,7 @@ describe.skipIf(missing !== undefined || skipWithoutCrds)(
       expect(grantsOf(objects, accountOf('Job', 'sandlot-migrate'))).toEqual([]);
     });
 
-    it('made the calls of a whole lease, with and without the AgentHost profile', () => {
+    it('made the calls of a whole lease, with and without the AgentHost profile, and of a BuildTest operation', () => {
       const seen = new Set(calls.map((c) => `${c.verb} ${c.resource}`));
       // The workload is representative only if it reached these; a change that stops making one
       // of them shows here rather than as a silently shrinking RBAC check.
@@ -627,6 +631,14 @@ describe.skipIf(missing !== undefined || skipWithoutCrds)(
         'get persistentvolumes',
         'get runtimeclasses',
         'list ciliumnetworkpolicies',
+        // BuildTest: the command and collector Pods, their exec, the command's log, the egress policy.
+        'create pods',
+        'patch pods',
+        'delete pods',
+        'get pods/exec',
+        'create pods/exec',
+        'get pods/log',
+        'create networkpolicies',
       ]) {
         expect(seen, expected).toContain(expected);
       }
@@ -736,11 +748,61 @@ async function runWorkload(
     expect(receipt.outcome).toBe('KnownOwnedAbsent');
   };
 
+  // One BuildTest operation end to end on a lease of its own, by the runner cli/compose.ts builds:
+  // the command Pod (its seed prepared over exec), its log, the collector, the sealed capture read
+  // over exec, then both Pods deleted.
+  const buildTest = async (): Promise<void> => {
+    const kubelet = await installBuildTest(fake);
+    try {
+      const runner = createAgentSandboxBuildTestRunner(quick);
+      const seed = await gitSeed({ 'README.md': '# demo\n', 'build.sh': 'exit 0\n' });
+      // The lease's Workspace PVC and PV planted in the overlay's namespace before its provision.
+      const planting = Object.assign(Object.create(profiled.provider) as SandboxProvider, {
+        provision: (request: Parameters<SandboxProvider['provision']>[0], options: CallOptions) => {
+          fake.objects.put(workspacePvObject(fake.objects.put(inNamespace(workspacePvcObject(request)))));
+          return profiled.provider.provision(request, options);
+        },
+      });
+      const op = await runnerOperation(planting, 2, ['dist/app.js'], seed);
+      kubelet.plans.set(op.binding.operationId, { write: { 'dist/app.js': 'built\n' }, output: 'ok\n' });
+      const commandPod = await runner.startCommand(op.request, budget());
+      const command = (
+        await pollUntil(
+          { waitForPhase: { timeoutMs: 30_000, intervalMs: 20 } },
+          () => runner.observeCommand(op.binding, op.placement, budget()),
+          (observed) => observed.state !== 'running',
+        )
+      ).at(-1)!;
+      expect(command).toMatchObject({ state: 'exited', exitCode: 0 });
+      const preparation = command.state === 'exited' ? command.preparation : null;
+      const collectorPod = await runner.startCollector({ ...op.request, commandPod, preparation }, budget());
+      const collector = (
+        await pollUntil(
+          { waitForPhase: { timeoutMs: 30_000, intervalMs: 20 } },
+          () => runner.observeCollector(op.binding, op.placement, budget()),
+          (observed) => observed.state !== 'running',
+        )
+      ).at(-1)!;
+      expect(collector.state).toBe('sealed');
+      if (collector.state !== 'sealed' || collector.receipt.capture === null) throw new Error('no capture');
+      const capture = collector.receipt.capture;
+      const bytes = await runner.readCapture(
+        { binding: op.binding, placement: op.placement, collectorPodUid: collectorPod.uid, ...capture },
+        budget(),
+      );
+      expect(bytes.length).toBe(capture.length);
+      await runner.deletePods(op.binding, op.placement, [commandPod, collectorPod], budget());
+    } finally {
+      await kubelet.close();
+    }
+  };
+
   // The workers follow the adapter's change feed (a watch on Sandboxes) while leases come and go.
   const following = new AbortController();
   const feed = profiled.provider.followChanges(() => undefined, { signal: following.signal });
   await lease(profiled.provider);
   await lease(legacy.provider);
+  await buildTest();
   const deadline = Date.now() + 10_000;
   while (!fake.requests.some((r) => r.verb === 'watch') && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -58,6 +58,12 @@ export function callsOf(requests: readonly RecordedRequest[]): ApiCall[] {
     };
     if (request.namespace !== undefined) call.namespace = request.namespace;
     if (request.name !== undefined) call.name = request.name;
+    // A WebSocket exec, attach or port-forward is a GET, authorized as `get` on the subresource;
+    // since Kubernetes 1.35 (AuthorizePodWebsocketUpgradeCreatePermission, on by default) the API
+    // server also asks for `create` on it, as SPDY's POST always did. Both are needed.
+    if (call.verb === 'get' && /^pods\/(exec|attach|portforward)$/.test(call.resource)) {
+      return [call, { ...call, verb: 'create' }];
+    }
     return [call];
   });
 }

@@ -103,7 +103,8 @@ export function createExecEndpoint(deps: ExecDeps): ExecEndpoint {
       if (!match || req.method !== 'GET') {
         throw new KubeError(404, 'NotFound', 'the server could not find the requested resource');
       }
-      Object.assign(request, { resource: 'pods', namespace, name, subresource: 'exec' });
+      // A WebSocket upgrade is a GET: the API server's request info names the verb `get`.
+      Object.assign(request, { verb: 'get', resource: 'pods', namespace, name, subresource: 'exec' });
       admitted = admit(deps, req, url, namespace, name);
     } catch (error) {
       const known = error instanceof KubeError ? error : new KubeError(500, 'InternalError', String(error));
