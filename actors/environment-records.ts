@@ -45,9 +45,9 @@ import { flushRecordSchema, flushReservedRecordSchema } from '../machines/enviro
 import { advanceFlushedVolume, insertFlush, recordFlushDelivery } from '../store/workspace-flushes.ts';
 import type { EnvironmentContext } from '../machines/environment-context.ts';
 import type { DeclaredAction, InitEvent, TransitionNote } from './definition.ts';
-import { WORKSPACE_CONFLICT_NOTE } from './workspace-conflicts.ts';
+import { WORKSPACE_CONFLICT_NOTE } from './workspace/conflicts.ts';
 import { resumeSourceOf } from './resume/requests.ts';
-import { retireWorkspace } from './workspace-retirement.ts';
+import { retireWorkspace } from './workspace/retirement.ts';
 import { WorkspaceConflictError, WorkspaceFlushConflictError } from './errors.ts';
 
 export async function applyEnvironmentActions(
@@ -234,7 +234,7 @@ async function recordLease(tx: Queryable, row: EnvironmentRow, record: LeaseReco
   // Released is reached only on exact proof (a release receipt, or an exact listOwned showing the
   // resource absent); Failed only when the provider proved nothing was created. Then the Workspace
   // retires with it: detached when its counters stand where the lease and its own verified flushes
-  // put them, except that a suspend release's detach waits for Core (actors/workspace-retirement.ts).
+  // put them, except that a suspend release's detach waits for Core (actors/workspace/retirement.ts).
   if (record.state === 'Released' || record.state === 'Failed') {
     await retireWorkspace(
       tx,

@@ -1,31 +1,22 @@
 // The actor runtime's errors. Each class declares its code (also its problem type), its HTTP status
 // and title, and which of its fields a caller may see, so the HTTP layer maps it without a table.
 // Actor messages are written for callers (they name fences, states and IDs of the caller's own
-// tenant, never a credential), so they are shown as the problem's `detail`.
-import { SandlotError } from '../lib/errors.ts';
+// tenant, never a credential), so they are shown as the problem's `detail`. Every class is declared
+// with problemClass (lib/errors.ts) over ActorError, the family `instanceof` tells apart.
+import { problemClass } from '../lib/errors.ts';
 
-export class ActorError extends SandlotError {
-  /** A subclass that declares nothing is a bug: it answers as a 500 that shows nothing. */
-  readonly status: number = 500;
-  readonly title: string = 'Internal error';
+/**
+ * The family of actor errors: its messages are caller-safe. An instance of the family itself
+ * (a code but no declaration of its own) is a bug: it answers as a 500 that shows nothing.
+ */
+export class ActorError extends problemClass({ status: 500, title: 'Internal error', callerSafe: true }) {}
 
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-
-  override get detail(): string {
-    return this.message;
-  }
-}
-
-export class EnvironmentNotFoundError extends ActorError {
-  override readonly status = 404;
-  override readonly title = 'Environment not found';
+export class EnvironmentNotFoundError extends problemClass(
+  { code: 'environment-not-found', status: 404, title: 'Environment not found' },
+  ActorError,
+) {
   constructor(readonly environmentId: string) {
-    super('environment-not-found', `Environment ${environmentId} does not exist`);
+    super(`Environment ${environmentId} does not exist`);
   }
 }
 
@@ -33,15 +24,16 @@ export class EnvironmentNotFoundError extends ActorError {
  * A fence the event carries is not the one stored: the sender acted on an old view. The runtime
  * checks one fence, the lifecycle generation, hence the code.
  */
-export class StaleFenceError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Lifecycle generation mismatch';
+export class StaleFenceError extends problemClass(
+  { code: 'lifecycle-generation-mismatch', status: 409, title: 'Lifecycle generation mismatch' },
+  ActorError,
+) {
   constructor(
     readonly fence: string,
     readonly expected: number,
     readonly actual: number,
   ) {
-    super('lifecycle-generation-mismatch', `${fence} is ${actual}, the event expected ${expected}`);
+    super(`${fence} is ${actual}, the event expected ${expected}`);
   }
 
   override get extensions() {
@@ -50,76 +42,80 @@ export class StaleFenceError extends ActorError {
 }
 
 /** The stored snapshot could not be restored; the row is quarantined, never reset. */
-export class SnapshotQuarantinedError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Environment unavailable';
+export class SnapshotQuarantinedError extends problemClass(
+  { code: 'environment-quarantined', status: 503, title: 'Environment unavailable' },
+  ActorError,
+) {
   constructor(
     readonly environmentId: string,
     readonly reason: string,
   ) {
-    super('environment-quarantined', `Environment ${environmentId} is quarantined: ${reason}`);
+    super(`Environment ${environmentId} is quarantined: ${reason}`);
   }
 }
 
 /** A newer binary wrote this snapshot; this process must not touch it. */
-export class MachineVersionUnsupportedError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Environment unavailable';
+export class MachineVersionUnsupportedError extends problemClass(
+  { code: 'machine-version-unsupported', status: 503, title: 'Environment unavailable' },
+  ActorError,
+) {
   constructor(
     readonly stored: number,
     readonly supported: number,
   ) {
-    super('machine-version-unsupported', `snapshot machine version ${stored} is newer than ${supported}`);
+    super(`snapshot machine version ${stored} is newer than ${supported}`);
   }
 }
 
 /** The revision compare-and-swap failed although the lock was held: a bug or a foreign writer. */
-export class RevisionConflictError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Conflict';
+export class RevisionConflictError extends problemClass(
+  { code: 'revision-conflict', status: 409, title: 'Conflict' },
+  ActorError,
+) {
   constructor(
     readonly environmentId: string,
     readonly expectedRevision: number,
   ) {
-    super('revision-conflict', `Environment ${environmentId} changed under revision ${expectedRevision}`);
+    super(`Environment ${environmentId} changed under revision ${expectedRevision}`);
   }
 }
 
 /** The caller lacks a permission on a project of its own tenant. */
-export class ForbiddenError extends ActorError {
-  override readonly status = 403;
-  override readonly title = 'Forbidden';
+export class ForbiddenError extends problemClass(
+  { code: 'forbidden', status: 403, title: 'Forbidden' },
+  ActorError,
+) {
   constructor(readonly missing: readonly string[]) {
-    super('forbidden', `missing permission ${missing.join(', ')}`);
+    super(`missing permission ${missing.join(', ')}`);
   }
 }
 
-export class RunSelectionMissingError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Run selection missing';
+export class RunSelectionMissingError extends problemClass(
+  { code: 'run-selection-missing', status: 409, title: 'Run selection missing' },
+  ActorError,
+) {
   constructor(readonly runId: string) {
-    super('run-selection-missing', `run ${runId} has no provider selection`);
+    super(`run ${runId} has no provider selection`);
   }
 }
 
 /** The run selection differs from the one the Environment pinned at registration. */
-export class RunSelectionChangedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Run selection changed';
+export class RunSelectionChangedError extends problemClass(
+  { code: 'run-selection-changed', status: 409, title: 'Run selection changed' },
+  ActorError,
+) {
   constructor(readonly runId: string) {
-    super(
-      'run-selection-changed',
-      `the provider selection of run ${runId} no longer matches the Environment`,
-    );
+    super(`the provider selection of run ${runId} no longer matches the Environment`);
   }
 }
 
 /** A release under another idempotency key already moved the Environment on. */
-export class ReleaseConflictError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Release already requested';
+export class ReleaseConflictError extends problemClass(
+  { code: 'release-conflict', status: 409, title: 'Release already requested' },
+  ActorError,
+) {
   constructor(readonly state: string) {
-    super('release-conflict', `the Environment is already ${state} under a different idempotency key`);
+    super(`the Environment is already ${state} under a different idempotency key`);
   }
 
   override get extensions() {
@@ -128,14 +124,12 @@ export class ReleaseConflictError extends ActorError {
 }
 
 /** The Workspace is not the exact Available generation the request named. */
-export class WorkspaceConflictError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Workspace unavailable';
+export class WorkspaceConflictError extends problemClass(
+  { code: 'workspace-unavailable', status: 409, title: 'Workspace unavailable' },
+  ActorError,
+) {
   constructor(readonly volumeId: string) {
-    super(
-      'workspace-unavailable',
-      `workspace volume ${volumeId} is not available at the requested generation`,
-    );
+    super(`workspace volume ${volumeId} is not available at the requested generation`);
   }
 }
 
@@ -143,11 +137,12 @@ export class WorkspaceConflictError extends ActorError {
  * A trusted Workspace flush cannot go on as asked: its terms differ from what was reserved, the
  * placement or volume moved, or the flush is no longer open. Nothing was changed by the request.
  */
-export class WorkspaceFlushConflictError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Workspace flush conflict';
+export class WorkspaceFlushConflictError extends problemClass(
+  { status: 409, title: 'Workspace flush conflict' },
+  ActorError,
+) {
   constructor(code: string, message: string) {
-    super(code, message);
+    super(message, { code });
   }
 }
 
@@ -155,16 +150,21 @@ export class WorkspaceFlushConflictError extends ActorError {
  * The run selection does not name exactly one exclusive candidate matching the configured provider.
  * A mismatch conflicts with the configured provider (409); no usable candidate is unprocessable (422).
  */
-export class ProviderSelectionError extends ActorError {
-  override readonly status: 409 | 422;
-  override readonly title = 'Provider selection unusable';
+export class ProviderSelectionError extends problemClass(
+  { status: 409, title: 'Provider selection unusable' },
+  ActorError,
+) {
   constructor(
     readonly reason: 'no-exclusive-candidate' | 'several-exclusive-candidates' | 'mismatch',
     readonly mismatches: readonly { field: string; selected: unknown; configured: unknown }[],
     message: string,
   ) {
-    super(reason === 'mismatch' ? 'provider-selection-mismatch' : 'provider-selection-invalid', message);
-    this.status = reason === 'mismatch' ? 409 : 422;
+    super(
+      message,
+      reason === 'mismatch'
+        ? { code: 'provider-selection-mismatch', status: 409 }
+        : { code: 'provider-selection-invalid', status: 422 },
+    );
   }
 
   override get extensions() {
@@ -172,11 +172,12 @@ export class ProviderSelectionError extends ActorError {
   }
 }
 
-export class NetworkPolicyUnverifiedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Network policy not verified';
+export class NetworkPolicyUnverifiedError extends problemClass(
+  { code: 'network-policy-unverified', status: 409, title: 'Network policy not verified' },
+  ActorError,
+) {
   constructor(message: string) {
-    super('network-policy-unverified', message);
+    super(message);
   }
 }
 
@@ -184,31 +185,31 @@ export class NetworkPolicyUnverifiedError extends ActorError {
  * A lease (or the Environment) is not in a state that accepts this request. The code says which
  * state (`lease-conflict`, `lease-not-abandonable`, `environment-not-registered`, ...).
  */
-export class LeaseConflictError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Conflict';
+export class LeaseConflictError extends problemClass({ status: 409, title: 'Conflict' }, ActorError) {
   constructor(code: string, message: string) {
-    super(code, message);
+    super(message, { code });
   }
 }
 
-export class LeaseNotFoundError extends ActorError {
-  override readonly status = 404;
-  override readonly title = 'Lease not found';
+export class LeaseNotFoundError extends problemClass(
+  { code: 'lease-not-found', status: 404, title: 'Lease not found' },
+  ActorError,
+) {
   constructor(message: string) {
-    super('lease-not-found', message);
+    super(message);
   }
 }
 
 /** The request named a resource generation or provider fence that is not the current one. */
-export class StaleLeaseFenceError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Stale lease fence';
+export class StaleLeaseFenceError extends problemClass(
+  { code: 'stale-fence', status: 409, title: 'Stale lease fence' },
+  ActorError,
+) {
   constructor(
     readonly current: { resourceGeneration: number; providerFence: number } | null,
     message: string,
   ) {
-    super('stale-fence', message);
+    super(message);
   }
 
   override get extensions() {
@@ -216,16 +217,19 @@ export class StaleLeaseFenceError extends ActorError {
   }
 }
 
-/** Unresolved provider attempts (or a reconciliation in flight) block Environment release. */
-export class ReleaseBlockedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Release blocked';
+/**
+ * Unresolved provider attempts (or a reconciliation in flight) block Environment release.
+ * Reconciliation looks at unresolved attempts every few seconds (SANDLOT_RECONCILE_EVERY_MS).
+ */
+export class ReleaseBlockedError extends problemClass(
+  { code: 'release-blocked', status: 409, title: 'Release blocked', retryAfterSeconds: 5 },
+  ActorError,
+) {
   constructor(
     readonly unresolvedAttempts: readonly string[],
     readonly pendingCleanups: readonly string[] = [],
   ) {
     super(
-      'release-blocked',
       pendingCleanups.length === 0
         ? `release waits for ${unresolvedAttempts.length} unresolved provider attempt(s); reconcile them first`
         : `release waits for ${unresolvedAttempts.length} unresolved provider attempt(s) and ${pendingCleanups.length} late-resource cleanup(s); reconcile them first`,
@@ -235,36 +239,34 @@ export class ReleaseBlockedError extends ActorError {
   override get extensions() {
     return { unresolvedAttempts: this.unresolvedAttempts, pendingCleanups: this.pendingCleanups };
   }
-
-  /** Reconciliation looks at unresolved attempts every few seconds (SANDLOT_RECONCILE_EVERY_MS). */
-  override get retryAfterSeconds(): number {
-    return 5;
-  }
 }
 
 /** A run-bound route called without the exact project/run bindings in the token. */
-export class RunBindingError extends ActorError {
-  override readonly status = 403;
-  override readonly title = 'Run binding required';
+export class RunBindingError extends problemClass(
+  { code: 'run-binding-required', status: 403, title: 'Run binding required' },
+  ActorError,
+) {
   constructor(message: string) {
-    super('run-binding-required', message);
+    super(message);
   }
 }
 
 /** The placement cannot be projected: the lease is not current and Active, expired, or moved. */
-export class PlacementRefusedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Placement unavailable';
+export class PlacementRefusedError extends problemClass(
+  { status: 409, title: 'Placement unavailable' },
+  ActorError,
+) {
   constructor(code: 'placement-not-active' | 'lease-expired' | 'placement-changed', message: string) {
-    super(code, message);
+    super(message, { code });
   }
 }
 
 /** A list cursor that is not one this server gave for the same scope and filters. */
-export class InvalidCursorError extends ActorError {
-  override readonly status = 400;
-  override readonly title = 'Invalid cursor';
+export class InvalidCursorError extends problemClass(
+  { code: 'invalid-cursor', status: 400, title: 'Invalid cursor' },
+  ActorError,
+) {
   constructor(reason: string) {
-    super('invalid-cursor', `the cursor ${reason}: ask for the first page again without it`);
+    super(`the cursor ${reason}: ask for the first page again without it`);
   }
 }

@@ -10,8 +10,8 @@ import type {
   BuildTestCheckpointRef,
   JournalAcknowledgment,
 } from './build-test/accepted-command.ts';
-import type { AgentHostActivationReceipt, AgentHostSessionState } from './agenthost-activation.ts';
-import type { AgentHostFlushReceipt, AgentHostWorkspaceResume } from './agenthost-flush.ts';
+import type { AgentHostActivationReceipt, AgentHostSessionState } from './agenthost/activation.ts';
+import type { AgentHostFlushReceipt, AgentHostWorkspaceResume } from './agenthost/flush.ts';
 import type {
   RuntimeOperation,
   RuntimeRegistration,
@@ -127,7 +127,7 @@ export type AgentHostReadiness =
       /**
        * The resolved runtime profile (`rp_…`) whose configure endpoint configured the Host, when it
        * names one: readiness then requires its stored mapping to be this lease's at its current
-       * endpoint (actors/runtime-profile-current.ts).
+       * endpoint (actors/runtime-profiles/current.ts).
        */
       profileId?: string | undefined;
     };
@@ -153,7 +153,7 @@ export interface AgentHostFlushRequest {
   transitionRevision: number;
 }
 
-export type { AgentHostFlushReceipt, AgentHostWorkspaceResume } from './agenthost-flush.ts';
+export type { AgentHostFlushReceipt, AgentHostWorkspaceResume } from './agenthost/flush.ts';
 
 /** Which resume a read-only Workspace resume read is for (Core's resume operation). */
 export interface AgentHostWorkspaceResumeRequest {
@@ -177,7 +177,7 @@ export interface AgentHostActivationRequest {
   configuration: { sha256: string; bytes: Uint8Array };
 }
 
-export type { AgentHostActivationReceipt, AgentHostSessionState } from './agenthost-activation.ts';
+export type { AgentHostActivationReceipt, AgentHostSessionState } from './agenthost/activation.ts';
 
 /** A `/health/live` probe's verdict; `live: false` names why (never a credential). */
 export type LiveProbeResult = { live: true } | { live: false; code: string; message: string };
@@ -266,7 +266,7 @@ export interface StorageClaimRef {
 
 /**
  * What storage actually holds for one volume, read back afresh: no verdict, just facts (null where
- * storage holds nothing). actors/workspace-storage.ts judges them against the Workspace record.
+ * storage holds nothing). actors/workspace/storage.ts judges them against the Workspace record.
  */
 export interface StorageEvidence {
   /**

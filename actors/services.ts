@@ -11,7 +11,7 @@ import { environmentDefinition } from './environment-definition.ts';
 import { EnvironmentList } from './environment-list.ts';
 import { JournalService } from './journal.ts';
 import { LifecycleService } from './lifecycle.ts';
-import { EmbeddedAgentHost } from './agenthost-embedded.ts';
+import { EmbeddedAgentHost } from './agenthost/embedded.ts';
 import type {
   AgentHost,
   AttemptRunner,
@@ -21,18 +21,18 @@ import type {
   RuntimeCore,
   WorkspaceStorage,
 } from './ports.ts';
-import type { NetworkPolicyWriter } from './network-policy-writer.ts';
+import type { NetworkPolicyWriter } from './sandbox/network-policy-writer.ts';
 import { ActorRuntime } from './runtime.ts';
-import { PlacementService } from './placement.ts';
-import { RuntimeProfileService } from './runtime-profiles.ts';
-import { SandboxService } from './sandbox.ts';
+import { PlacementService } from './sandbox/placement.ts';
+import { RuntimeProfileService } from './runtime-profiles/service.ts';
+import { SandboxService } from './sandbox/service.ts';
 import { ResumeBootstrapService } from './resume/bootstrap.ts';
 import { ResumeService } from './resume/service.ts';
 import type { RuntimeEvents } from './runtime-events/ports.ts';
 import { WorkspaceFlushService } from './suspend/flush.ts';
 import { PlacementReleaseService } from './suspend/release-placement.ts';
 import { SuspendService } from './suspend/resolve.ts';
-import { WorkspaceService } from './workspaces.ts';
+import { WorkspaceService } from './workspace/service.ts';
 import { EnvironmentChanges } from './wait.ts';
 
 export type EnvironmentRuntime = ActorRuntime<EnvironmentEvent>;
@@ -84,7 +84,7 @@ export function createServices(deps: {
   networkPolicyWriter?: NetworkPolicyWriter;
   /** Events' protected material read, for resume bootstrap (unset: bootstrap answers 503). */
   runtimeEvents?: RuntimeEvents;
-  /** Told of every inspection answer ready for dispatch (actors/sandbox-inspection.ts). */
+  /** Told of every inspection answer ready for dispatch (actors/sandbox/inspection.ts). */
   onReady?: (lease: LeaseRow) => void;
 }): Services {
   const agentHost = deps.agentHost ?? new EmbeddedAgentHost({ db: deps.db });

@@ -8,6 +8,7 @@
 // database-wide notify lock at every commit (measured: half the transitions/s at 32 clients), and
 // one sent after commit costs a transaction ID per batch; a shared read costs neither.
 // A wake-up only prompts a re-read: the answer is always what the database says.
+import { problemClass } from '../lib/errors.ts';
 import type { Database, Queryable } from '../store/db.ts';
 import { readRevisions, type EnvironmentRow } from '../store/environments.ts';
 import { mark, timelineEnabled } from '../lib/timeline.ts';
@@ -28,11 +29,12 @@ export interface WaitOptions {
   after?: number;
 }
 
-export class TooManyWaitersError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Too many waiting requests';
+export class TooManyWaitersError extends problemClass(
+  { code: 'too-many-waiters', status: 503, title: 'Too many waiting requests' },
+  ActorError,
+) {
   constructor(limit: number) {
-    super('too-many-waiters', `this process already holds ${limit} waiting requests; read without wait`);
+    super(`this process already holds ${limit} waiting requests; read without wait`);
   }
 }
 

@@ -41,7 +41,12 @@ const intFromEnv = (name: string, fallback: number): number => {
 const changes = [
   {
     name: 'authority calls per route kind',
-    files: ['actors/guard.ts', 'actors/lifecycle.ts', 'actors/sandbox.ts', 'actors/workspaces.ts'],
+    files: [
+      'actors/guard.ts',
+      'actors/lifecycle.ts',
+      'actors/sandbox/service.ts',
+      'actors/workspace/service.ts',
+    ],
   },
   {
     name: 'pooled HTTP client',

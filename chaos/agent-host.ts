@@ -14,7 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { EmbeddedAgentHost } from '../actors/agenthost-embedded.ts';
+import { EmbeddedAgentHost } from '../actors/agenthost/embedded.ts';
 import { LIVE_PATH, READINESS_PATH } from '../http/clients/agenthost-client.ts';
 import { AGENT_HOST_PORT } from '../providers/agent-sandbox/agent-host-profile.ts';
 import { LABELS } from '../providers/agent-sandbox/names.ts';

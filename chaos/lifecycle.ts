@@ -82,7 +82,7 @@ class LifecycleFailure extends Error {
   override readonly name = 'LifecycleFailure';
 }
 
-/** The lease as the inspection shows it (actors/sandbox-view.ts), as far as a lifecycle reads it. */
+/** The lease as the inspection shows it (actors/sandbox/view.ts), as far as a lifecycle reads it. */
 interface LeaseSeen {
   state?: string;
   current?: boolean;

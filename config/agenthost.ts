@@ -4,7 +4,7 @@
 // Profiles are opaque JSON, but never credentials: a field named like one (token, secret, password,
 // apiKey…) or a value shaped like one (a private key block, a bearer header) at any depth is refused
 // at start, naming the field's path and never its value. The result is frozen: a changed profile
-// takes a restart, which the stored mappings notice (actors/runtime-profiles.ts).
+// takes a restart, which the stored mappings notice (actors/runtime-profiles/service.ts).
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 

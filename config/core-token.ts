@@ -12,7 +12,7 @@
 // The token never leaves this module except through `read()`: the source object has no enumerable
 // field holding it, serializes as `{ file }`, and every message names the setting and the path only.
 import { readFileSync, statSync, type Stats } from 'node:fs';
-import { SandlotError } from '../lib/errors.ts';
+import { problemClass } from '../lib/errors.ts';
 
 export const CORE_TOKEN_VARIABLE = 'SANDLOT_CORE_TOKEN_FILE';
 export const MAX_CORE_TOKEN_BYTES = 16 * 1024;
@@ -26,11 +26,11 @@ const BEARER = /^[A-Za-z0-9\-._~+/]+=*$/;
 const WHITESPACE_OR_CONTROL = /[\s\x00-\x1f\x7f-\x9f]/u;
 
 /** The file cannot be read now, or does not hold one bearer token. Names the file, never its content. */
-export class CoreTokenFileError extends SandlotError {
-  readonly code = 'core-token-unreadable';
-  readonly status = 503;
-  readonly title = 'Core credential unreadable';
-}
+export class CoreTokenFileError extends problemClass({
+  code: 'core-token-unreadable',
+  status: 503,
+  title: 'Core credential unreadable',
+}) {}
 
 /** Why the file's bytes are not one bearer token (a message naming the path), or the token. */
 export function checkCoreToken(path: string, bytes: Buffer): { token: string } | { problem: string } {

@@ -1,4 +1,4 @@
-import { SandlotError } from '../lib/errors.ts';
+import { problemClass } from '../lib/errors.ts';
 
 export interface ConfigProblem {
   variable: string;
@@ -7,10 +7,11 @@ export interface ConfigProblem {
 }
 
 /** The environment does not describe a valid configuration; lists every problem at once. */
-export class ConfigError extends SandlotError {
-  readonly code = 'config-invalid';
-  readonly status = 500;
-  readonly title = 'Invalid configuration';
+export class ConfigError extends problemClass({
+  code: 'config-invalid',
+  status: 500,
+  title: 'Invalid configuration',
+}) {
   constructor(readonly problems: readonly ConfigProblem[]) {
     super(['Invalid configuration:', ...problems.map((p) => `  - ${p.variable}: ${p.reason}`)].join('\n'));
   }

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { cleanupViewSchema } from '../actors/cleanups.ts';
-import { conditionSchema } from '../actors/sandbox-readiness.ts';
-import { leaseViewSchema } from '../actors/sandbox-view.ts';
+import { conditionSchema } from '../actors/sandbox/readiness.ts';
+import { leaseViewSchema } from '../actors/sandbox/view.ts';
 import { MAX_INT32 } from '../lib/limits.ts';
 import { decimalInteger, waitQuery } from './schemas.ts';
 import {

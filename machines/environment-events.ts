@@ -151,7 +151,7 @@ export const describeEventSchema = z.strictObject({
  * The phases an exact describe can observe, in order. `configured` is never a Kubernetes phase: only
  * a provider whose own describe carries its guest's explicit configured signal reports it (the
  * sandbox-host provider, from a host-signed describe); Kubernetes providers stop at `started`, and
- * their `configured` comes from the AgentHost handshake (actors/sandbox-readiness.ts).
+ * their `configured` comes from the AgentHost handshake (actors/sandbox/readiness.ts).
  */
 export const sandboxPhases = ['pending', 'scheduled', 'image-ready', 'started', 'configured'] as const;
 export type SandboxPhase = (typeof sandboxPhases)[number];

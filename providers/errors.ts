@@ -4,21 +4,18 @@
 // That classification is this file's concern; the base class only gives ProviderError the project's
 // error shape (kebab-case `code`, `name`). A provider failure reaches callers as an attempt outcome,
 // not as an HTTP problem; should one escape to the HTTP layer it is a 502 that shows no detail.
-import { SandlotError } from '../lib/errors.ts';
+import { problemClass } from '../lib/errors.ts';
 
 export type ProviderFailureKind = 'definitive' | 'uncertain' | 'ownership';
 
-export class ProviderError extends SandlotError {
-  readonly status = 502;
-  readonly title = 'Provider call failed';
-
+export class ProviderError extends problemClass({ status: 502, title: 'Provider call failed' }) {
   constructor(
-    readonly code: string,
+    code: string,
     readonly kind: ProviderFailureKind,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(message, { ...options, code });
   }
 }
 

@@ -7,7 +7,7 @@
 //   data       — class 22 (a value PostgreSQL cannot take: a NUL byte, an integer out of range):
 //                the request was bad, 400, never 500 or 503;
 //   other      — a bug or an unexpected state: left as it is (an unmapped 500).
-import { SandlotError } from '../lib/errors.ts';
+import { problemClass, SandlotError } from '../lib/errors.ts';
 
 export type DatabaseFailure = 'connection' | 'conflict' | 'data' | 'other';
 
@@ -49,26 +49,23 @@ export function classifyDatabaseError(error: unknown): DatabaseFailure {
 }
 
 /** The database cannot be reached now; nothing was committed by this request. Retry later. */
-export class DatabaseUnavailableError extends SandlotError {
-  readonly code = 'database-unavailable';
-  readonly status = 503;
-  readonly title = 'Database unavailable';
-
+export class DatabaseUnavailableError extends problemClass({
+  code: 'database-unavailable',
+  status: 503,
+  title: 'Database unavailable',
+  retryAfterSeconds: 2,
+}) {
   override get detail(): string {
     return 'the database did not answer; nothing was changed, retry shortly';
-  }
-
-  override get retryAfterSeconds(): number {
-    return 2;
   }
 }
 
 /** PostgreSQL refused a value the request carried (class 22); nothing was changed. */
-export class InvalidValueError extends SandlotError {
-  readonly code = 'invalid-value';
-  readonly status = 400;
-  readonly title = 'Invalid value';
-
+export class InvalidValueError extends problemClass({
+  code: 'invalid-value',
+  status: 400,
+  title: 'Invalid value',
+}) {
   override get detail(): string {
     return 'a value in the request cannot be stored (out of range or not valid text); nothing was changed';
   }

@@ -1,22 +1,22 @@
 // Store errors follow the project's error convention (`lib/errors.ts`): a stable kebab-case `code`,
 // and `name` set, so callers classify them even after they cross a process boundary. They are
 // operator-facing: over HTTP they would be a 500 that shows no detail.
-import { SandlotError } from '../lib/errors.ts';
+import { problemClass } from '../lib/errors.ts';
 
-export abstract class StoreError extends SandlotError {
-  readonly status = 500;
-}
+/** The family: every store error is ours to fix (500); each declares its own code and title. */
+export abstract class StoreError extends problemClass({ status: 500, title: 'Store error' }) {}
 
 /** A file in the migrations directory does not follow `NNNN_name.sql`, or two files share a version. */
-export class MigrationFileNameError extends StoreError {
-  readonly code = 'migration-file-name';
-  readonly title = 'Migration file name invalid';
-}
+export class MigrationFileNameError extends problemClass(
+  { code: 'migration-file-name', status: 500, title: 'Migration file name invalid' },
+  StoreError,
+) {}
 
 /** An applied migration's file was edited; migrations are append-only, so add a new file instead. */
-export class MigrationChecksumError extends StoreError {
-  readonly code = 'migration-checksum';
-  readonly title = 'Migration changed after it was applied';
+export class MigrationChecksumError extends problemClass(
+  { code: 'migration-checksum', status: 500, title: 'Migration changed after it was applied' },
+  StoreError,
+) {
   constructor(
     readonly file: string,
     readonly expected: string,
@@ -30,9 +30,10 @@ export class MigrationChecksumError extends StoreError {
 }
 
 /** A migration's SQL failed; its transaction, including the ledger row, was rolled back. */
-export class MigrationFailedError extends StoreError {
-  readonly code = 'migration-failed';
-  readonly title = 'Migration failed';
+export class MigrationFailedError extends problemClass(
+  { code: 'migration-failed', status: 500, title: 'Migration failed' },
+  StoreError,
+) {
   constructor(
     readonly file: string,
     cause: unknown,

@@ -1,6 +1,6 @@
 // Runtime profile mapping rows (migration 0009). Written once, under the Environment's lock, with
 // INSERT … ON CONFLICT DO NOTHING, and never updated: whoever inserts second reads the first row
-// back and compares it (actors/runtime-profiles.ts), so a mapping is never overwritten.
+// back and compares it (actors/runtime-profiles/service.ts), so a mapping is never overwritten.
 import type { Queryable } from './db.ts';
 
 export interface ProfileMappingRow {

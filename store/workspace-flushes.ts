@@ -158,7 +158,7 @@ export async function advanceFlushedVolume(
 
 /**
  * The data generations this volume's Verified flushes started from, ascending: each moved the volume
- * from that generation to the next. The storage check (actors/workspace-storage.ts) accepts an older
+ * from that generation to the next. The storage check (actors/workspace/storage.ts) accepts an older
  * annotated data generation only when these chain it exactly to the volume's current one.
  */
 export async function readVerifiedFlushGenerations(q: Queryable, volumeId: string): Promise<number[]> {

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { beginAttempt, completeAttempt, type AttemptDeps, type AttemptOutcome } from '../actors/attempts.ts';
 import type { AttemptRunner, NetworkPolicyVerifier } from '../actors/ports.ts';
-import { providerApplicability } from '../actors/provider-applicability.ts';
+import { providerApplicability } from '../actors/sandbox/provider-applicability.ts';
 import { attemptRequestSchema, type AttemptRequest } from '../machines/environment-effects.ts';
 import type { ResourceSummary } from '../machines/environment-events.ts';
 import { classifyProviderFailure } from '../providers/errors.ts';

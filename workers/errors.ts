@@ -2,27 +2,18 @@
 // and `name` set, so a caller can classify one after it crossed a process boundary (a BullMQ
 // failedReason, a log line) without matching on messages. Their messages name internals (queue,
 // Redis), so none is shown to an HTTP caller.
-import { SandlotError } from '../lib/errors.ts';
+import { problemClass } from '../lib/errors.ts';
 
-export class WorkerError extends SandlotError {
-  readonly status: number = 500;
-  readonly title: string = 'Worker error';
-
-  constructor(
-    readonly code: string,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
+/** The family; an instance of it alone (a code but no declaration of its own) answers 500. */
+export class WorkerError extends problemClass({ status: 500, title: 'Worker error' }) {}
 
 /** BullMQ would silently misbehave on this ID (`:` splits keys; all-digit IDs clash with its own). */
-export class InvalidAttemptIdError extends WorkerError {
-  override readonly title = 'Invalid attempt ID';
+export class InvalidAttemptIdError extends problemClass(
+  { code: 'invalid-attempt-id', status: 500, title: 'Invalid attempt ID' },
+  WorkerError,
+) {
   constructor(readonly attemptId: string) {
     super(
-      'invalid-attempt-id',
       `Attempt ID ${JSON.stringify(attemptId)} cannot be a job ID: it must be non-empty, ` +
         'contain no ":" and not be all digits',
     );
@@ -30,19 +21,21 @@ export class InvalidAttemptIdError extends WorkerError {
 }
 
 /** The process is shutting down; retrying against another process can succeed. */
-export class QueueClosedError extends WorkerError {
-  override readonly status = 503;
-  override readonly title = 'Queue closed';
+export class QueueClosedError extends problemClass(
+  { code: 'queue-closed', status: 503, title: 'Queue closed' },
+  WorkerError,
+) {
   constructor(what: string) {
-    super('queue-closed', `${what} is closed`);
+    super(`${what} is closed`);
   }
 }
 
 /** Redis did not accept the jobs in time; the outbox rows stay unpublished for the relay. */
-export class PublishTimeoutError extends WorkerError {
-  override readonly status = 503;
-  override readonly title = 'Queue unavailable';
+export class PublishTimeoutError extends problemClass(
+  { code: 'publish-timeout', status: 503, title: 'Queue unavailable' },
+  WorkerError,
+) {
   constructor(readonly timeoutMs: number) {
-    super('publish-timeout', `Redis did not accept the jobs within ${timeoutMs} ms`);
+    super(`Redis did not accept the jobs within ${timeoutMs} ms`);
   }
 }

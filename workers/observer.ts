@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { SandlotMetrics } from '../lib/metrics.ts';
 import type { AttemptDeps } from '../actors/attempts.ts';
 import type { AttemptRunner } from '../actors/ports.ts';
-import { observeLease } from '../actors/sandbox-observe.ts';
+import { observeLease } from '../actors/sandbox/observe.ts';
 import { defaultBackoff, type Backoff } from '../store/backoff.ts';
 import { activeLeases, recordObservation, type LeaseRow } from '../store/leases.ts';
 import type { PeriodicTask } from './scheduler.ts';

@@ -4,15 +4,15 @@
 // answer, a body too long, a seed of the wrong length or digest, a malformed document: never used),
 // and the accepted command changed under us (metadata rechecked after a seed transfer differs).
 // Every `reason` is a fixed word; no message carries a bearer or response content.
-import { SandlotError } from '../../lib/errors.ts';
+import { problemClass } from '../../lib/errors.ts';
 
 export type CoreUnavailableReason = 'unreachable' | 'deadline-exceeded' | 'aborted' | 'server-error';
 
-export class CoreUnavailableError extends SandlotError {
-  readonly code = 'core-unavailable';
-  readonly status = 503;
-  readonly title = 'Core unavailable';
-
+export class CoreUnavailableError extends problemClass({
+  code: 'core-unavailable',
+  status: 503,
+  title: 'Core unavailable',
+}) {
   constructor(
     readonly reason: CoreUnavailableReason,
     /** What happened, without the service's name: a fixed phrase or a Node error code. */
@@ -29,17 +29,14 @@ export class CoreUnavailableError extends SandlotError {
 
 export type CoreDeniedReason = 'bearer-expired' | 'denied';
 
-export class CoreDeniedError extends SandlotError {
-  readonly code = 'core-denied';
-  readonly status = 403;
-  readonly title = 'Core denied the request';
-
+export class CoreDeniedError extends problemClass({
+  code: 'core-denied',
+  status: 403,
+  title: 'Core denied the request',
+  callerSafe: true,
+}) {
   constructor(readonly reason: CoreDeniedReason) {
     super(reason === 'bearer-expired' ? "the actor's bearer has expired" : 'Core denied the actor');
-  }
-
-  override get detail(): string {
-    return this.message;
   }
 }
 
@@ -56,11 +53,11 @@ export type CoreAnswerProblem =
   | 'seed-long'
   | 'seed-digest-mismatch';
 
-export class CoreAnswerRefusedError extends SandlotError {
-  readonly code = 'core-answer-refused';
-  readonly status = 502;
-  readonly title = 'Core answer refused';
-
+export class CoreAnswerRefusedError extends problemClass({
+  code: 'core-answer-refused',
+  status: 502,
+  title: 'Core answer refused',
+}) {
   constructor(
     readonly reason: CoreAnswerProblem,
     message: string,
@@ -74,16 +71,13 @@ export class CoreAnswerRefusedError extends SandlotError {
 }
 
 /** The accepted command Core answers now differs from the one the caller holds (or is gone). */
-export class CoreCommandChangedError extends SandlotError {
-  readonly code = 'build-test-command-changed';
-  readonly status = 409;
-  readonly title = 'Accepted command changed';
-
+export class CoreCommandChangedError extends problemClass({
+  code: 'build-test-command-changed',
+  status: 409,
+  title: 'Accepted command changed',
+  callerSafe: true,
+}) {
   constructor() {
     super('the accepted command changed while its seed was read');
-  }
-
-  override get detail(): string {
-    return this.message;
   }
 }

@@ -8,7 +8,7 @@ import type { BuildTestCheckpointRef } from './accepted-command.ts';
 
 /** BuildTest is offered only with both: the accepted profile and the Core it asks. */
 export interface BuildTestOffer {
-  /** The profile in effect now: new leases record it (actors/sandbox.ts); each keeps its own. */
+  /** The profile in effect now: new leases record it (actors/sandbox/service.ts); each keeps its own. */
   profile: BuildTestProfileRef;
   core: Core;
   /** The provider's command and collector Pods (absent: this provider cannot run them yet, 501). */

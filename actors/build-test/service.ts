@@ -28,7 +28,7 @@ import type { AuthorityDeps } from '../guard.ts';
 import { Guard } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
 import type { ActorRuntime } from '../runtime.ts';
-import { recordedRequestOf } from '../sandbox-readiness.ts';
+import { recordedRequestOf } from '../sandbox/readiness.ts';
 import {
   acceptedCommandHash,
   type AcceptedBuildTestCommand,

@@ -4,7 +4,7 @@
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import type { BuildTestOperationRow } from '../../store/build-test-operations.ts';
 import type { LeaseRow } from '../../store/leases.ts';
-import { recordedRequestOf } from '../sandbox-readiness.ts';
+import { recordedRequestOf } from '../sandbox/readiness.ts';
 import {
   sameCheckpoint,
   type BuildTestCheckpointRef,

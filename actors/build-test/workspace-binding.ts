@@ -8,7 +8,7 @@ import type { Queryable } from '../../store/db.ts';
 import type { LeaseRow } from '../../store/leases.ts';
 import { readFlushHoldingVolume } from '../../store/workspace-flushes.ts';
 import { readVolume } from '../../store/workspaces.ts';
-import { recordedRequestOf } from '../sandbox-readiness.ts';
+import { recordedRequestOf } from '../sandbox/readiness.ts';
 
 /** Why the lease's Workspace is not BuildTest's to use now; null when it is. */
 export async function workspaceProblem(q: Queryable, lease: LeaseRow): Promise<string | null> {

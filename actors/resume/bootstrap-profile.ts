@@ -2,7 +2,7 @@
 // Core registers the new Runtime with the profile the resolver returned for the restored placement,
 // and bootstrap accepts it only while its stored mapping is still that lease's, at the AgentHost
 // endpoint the lease's placement records now, with its actor, selection and source configuration
-// unchanged (actors/runtime-profile-current.ts, the check the runtime Workspace context read
+// unchanged (actors/runtime-profiles/current.ts, the check the runtime Workspace context read
 // applies). A profile resolved for the suspended source names a Pod and Service that are gone: it
 // is refused, as is a profile ID with no stored mapping of this Environment, unless no resolver is
 // configured at all (no AgentHost configuration: no profile could ever be resolved, and the ID is
@@ -12,8 +12,8 @@ import type { Queryable } from '../../store/db.ts';
 import { readEnvironment } from '../../store/environments.ts';
 import type { LeaseRow } from '../../store/leases.ts';
 import { readProfileMapping } from '../../store/runtime-profiles.ts';
-import { PROFILE_ID_PATTERN } from '../runtime-profile-copy.ts';
-import { staleProfilePart } from '../runtime-profile-current.ts';
+import { PROFILE_ID_PATTERN } from '../runtime-profiles/copy.ts';
+import { staleProfilePart } from '../runtime-profiles/current.ts';
 import type { SuspendActor } from '../suspend/open.ts';
 import type { ResumeBootstrapRequest } from './bootstrap-requests.ts';
 import { refuseResumeOn } from './errors.ts';

@@ -36,8 +36,8 @@ import {
   type BootstrapAttemptRow,
 } from '../../store/resume-bootstrap-attempts.ts';
 import { readVerifiedFlush } from '../../store/workspace-flushes.ts';
-import { AgentHostActivationRefusedError } from '../agenthost-activation.ts';
-import { AgentHostUnavailableError } from '../agenthost-flush.ts';
+import { AgentHostActivationRefusedError } from '../agenthost/activation.ts';
+import { AgentHostUnavailableError } from '../agenthost/flush.ts';
 import { coreActorOf } from '../build-test/requests.ts';
 import type { AuthorityDeps, Guard } from '../guard.ts';
 import type { AgentHost, AgentHostActivationReceipt, RuntimeCore } from '../ports.ts';

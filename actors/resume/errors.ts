@@ -1,6 +1,7 @@
 // Resume's refusals (docs/suspend-resume.md "Resume"), each leaving everything as it was unless it
 // says otherwise. Messages name IDs, generations and revisions of the caller's own Environment and
 // Core's operation, never a credential, an option or configuration bytes.
+import { problemClass } from '../../lib/errors.ts';
 import { ActorError } from '../errors.ts';
 
 export const resumeRefusalCodes = [
@@ -29,17 +30,15 @@ export const resumeRefusalCodes = [
 ] as const;
 export type ResumeRefusalCode = (typeof resumeRefusalCodes)[number];
 
-export class ResumeRefusedError extends ActorError {
-  override readonly status: 409 | 422;
-  override readonly title = 'Resume refused';
+export class ResumeRefusedError extends problemClass({ status: 409, title: 'Resume refused' }, ActorError) {
   constructor(
     override readonly code: ResumeRefusalCode,
     message: string,
   ) {
-    super(code, message);
     // A request that cannot authorize resume at all, whatever the state: unprocessable.
-    this.status =
-      code === 'resume-configuration-missing' || code === 'resume-restored-workspace-present' ? 422 : 409;
+    const unprocessable =
+      code === 'resume-configuration-missing' || code === 'resume-restored-workspace-present';
+    super(message, { code, status: unprocessable ? 422 : 409 });
   }
 
   override get extensions() {
@@ -52,15 +51,16 @@ export const refuseResumeOn = (code: ResumeRefusalCode, problem: string | null):
 };
 
 /** A port bootstrap needs is not configured (Events), or its outcome is not known yet: 503. */
-export class ResumeUnavailableError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Resume unavailable';
+export class ResumeUnavailableError extends problemClass(
+  { status: 503, title: 'Resume unavailable' },
+  ActorError,
+) {
   constructor(readonly what: 'events' | 'outcome') {
     super(
-      what === 'events' ? 'runtime-events-unavailable' : 'resume-outcome-unknown',
       what === 'events'
         ? 'no Events service is configured: the acknowledged configuration cannot be read'
         : "the attempt's delivery has no outcome yet: repeat the same request",
+      { code: what === 'events' ? 'runtime-events-unavailable' : 'resume-outcome-unknown' },
     );
   }
 }

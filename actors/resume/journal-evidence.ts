@@ -4,8 +4,8 @@
 // Host's rebuild must name exactly those; a flush record without a boundary (saved before flushes
 // carried one) cannot authorize a rebuild at all. Replays and replacement attempts are checked
 // against the same saved boundary, never a later journal.
-import type { ActivationRecovery } from '../agenthost-activation.ts';
-import { journalBoundarySchema } from '../agenthost-flush.ts';
+import type { ActivationRecovery } from '../agenthost/activation.ts';
+import { journalBoundarySchema } from '../agenthost/flush.ts';
 import { refuseResumeOn } from './errors.ts';
 
 type JournalRebuild = Extract<ActivationRecovery, { mode: 'JournalRebuild' }>;

@@ -6,7 +6,7 @@ import { canonicalJson } from '../../lib/canonical-json.ts';
 import { readCurrentLease, type LeaseRow } from '../../store/leases.ts';
 import { readVolume } from '../../store/workspaces.ts';
 import type { AgentHostWorkspaceBinding, RuntimeOperation } from '../ports.ts';
-import { agentHostTargetOf, recordedRequestOf } from '../sandbox-readiness.ts';
+import { agentHostTargetOf, recordedRequestOf } from '../sandbox/readiness.ts';
 import { ResumeRefusedError } from './errors.ts';
 import type { RestoredWorkspace } from './requests.ts';
 

@@ -18,11 +18,11 @@ import { countUnresolvedAttempts } from '../../store/resume-bootstrap-attempts.t
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { checkedBeforeCommit, type Guard, type AuthorityDeps } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
-import type { NetworkPolicyWriter } from '../network-policy-writer.ts';
+import type { NetworkPolicyWriter } from '../sandbox/network-policy-writer.ts';
 import type { AgentHost, NetworkPolicyVerifier, RuntimeCore, RuntimeOperation } from '../ports.ts';
 import type { ActorRuntime } from '../runtime.ts';
-import { recordedRequestOf } from '../sandbox-readiness.ts';
-import type { SandboxService } from '../sandbox.ts';
+import { recordedRequestOf } from '../sandbox/readiness.ts';
+import type { SandboxService } from '../sandbox/service.ts';
 import { openSuspendStep, type SuspendActor } from '../suspend/open.ts';
 import { askCoreForResume } from './core-checks.ts';
 import { ResumeRefusedError, refuseResumeOn } from './errors.ts';

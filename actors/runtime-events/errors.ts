@@ -4,15 +4,15 @@
 // denied bearer), or Events' answer broke the contract (a redirect, a cacheable answer, a wrong
 // media type, bytes of another length or digest than acknowledged: never used). Every `reason` is
 // a fixed word; no message carries a bearer, an object reference or any byte of the material.
-import { SandlotError } from '../../lib/errors.ts';
+import { problemClass } from '../../lib/errors.ts';
 
 export type EventsUnavailableReason = 'unreachable' | 'deadline-exceeded' | 'aborted' | 'server-error';
 
-export class EventsUnavailableError extends SandlotError {
-  readonly code = 'events-unavailable';
-  readonly status = 503;
-  readonly title = 'Events unavailable';
-
+export class EventsUnavailableError extends problemClass({
+  code: 'events-unavailable',
+  status: 503,
+  title: 'Events unavailable',
+}) {
   constructor(
     readonly reason: EventsUnavailableReason,
     message: string,
@@ -28,28 +28,25 @@ export class EventsUnavailableError extends SandlotError {
 
 export type EventsDeniedReason = 'bearer-expired' | 'denied';
 
-export class EventsDeniedError extends SandlotError {
-  readonly code = 'events-denied';
-  readonly status = 403;
-  readonly title = 'Events denied the request';
-
+export class EventsDeniedError extends problemClass({
+  code: 'events-denied',
+  status: 403,
+  title: 'Events denied the request',
+  callerSafe: true,
+}) {
   constructor(readonly reason: EventsDeniedReason) {
     super(reason === 'bearer-expired' ? "the actor's bearer has expired" : 'Events denied the actor');
-  }
-
-  override get detail(): string {
-    return this.message;
   }
 }
 
 export type EventsAnswerProblem =
   'redirect-refused' | 'unexpected-status' | 'not-no-store' | 'wrong-content-type' | 'material-mismatch';
 
-export class EventsAnswerRefusedError extends SandlotError {
-  readonly code = 'events-answer-refused';
-  readonly status = 502;
-  readonly title = 'Events answer refused';
-
+export class EventsAnswerRefusedError extends problemClass({
+  code: 'events-answer-refused',
+  status: 502,
+  title: 'Events answer refused',
+}) {
   constructor(
     readonly reason: EventsAnswerProblem,
     message: string,

@@ -3,6 +3,7 @@
 // the caller's own Environment and Core's operation, never a credential, a provider option or a
 // release descriptor. Core's own failures (CoreUnavailableError, CoreDeniedError,
 // CoreAnswerRefusedError) pass through unchanged: none of them is a verdict.
+import { problemClass } from '../../lib/errors.ts';
 import { ActorError } from '../errors.ts';
 
 /** Refusal codes the suspend checks raise; `code` is also the problem type and an extension. */
@@ -26,14 +27,12 @@ export const suspendRefusalCodes = [
 export type SuspendRefusalCode = (typeof suspendRefusalCodes)[number];
 
 /** A refusal that leaves everything as it was; `code` says which (docs/api.md lists them). */
-export class SuspendRefusedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Suspend refused';
+export class SuspendRefusedError extends problemClass({ status: 409, title: 'Suspend refused' }, ActorError) {
   constructor(
     override readonly code: SuspendRefusalCode,
     message: string,
   ) {
-    super(code, message);
+    super(message, { code });
   }
 
   override get extensions() {
@@ -42,12 +41,12 @@ export class SuspendRefusedError extends ActorError {
 }
 
 /** No Core is configured (SANDLOT_CORE_URL unset in production): suspend cannot be asked about. */
-export class SuspendUnavailableError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Runtime Core unavailable';
+export class SuspendUnavailableError extends problemClass(
+  { code: 'runtime-core-unavailable', status: 503, title: 'Runtime Core unavailable' },
+  ActorError,
+) {
   constructor() {
     super(
-      'runtime-core-unavailable',
       "no Core is configured for suspend and resume (SANDLOT_CORE_URL); Core's operation cannot be asked",
     );
   }
@@ -61,15 +60,15 @@ export class SuspendUnavailableError extends ActorError {
  * A flush whose Host delivery did not settle: it stays open with its evidence and advances nothing.
  * Repeating the same request delivers the same flush again (the Host answers its saved receipt).
  */
-export class WorkspaceFlushUncertainError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Workspace flush uncertain';
+export class WorkspaceFlushUncertainError extends problemClass(
+  { code: 'workspace-flush-uncertain', status: 503, title: 'Workspace flush uncertain' },
+  ActorError,
+) {
   constructor(
     readonly flushOperationId: string,
     reason: string,
   ) {
     super(
-      'workspace-flush-uncertain',
       `flush ${flushOperationId} was delivered but not verified (${reason}); nothing advanced. Repeat the same request to deliver the same flush again`,
     );
   }
@@ -80,17 +79,15 @@ export class WorkspaceFlushUncertainError extends ActorError {
 }
 
 /** The Host refused the flush before flushing anything: closed, nothing advanced. */
-export class WorkspaceFlushRefusedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Workspace flush refused';
+export class WorkspaceFlushRefusedError extends problemClass(
+  { code: 'workspace-flush-refused', status: 409, title: 'Workspace flush refused' },
+  ActorError,
+) {
   constructor(
     readonly flushOperationId: string,
     readonly reason: string,
   ) {
-    super(
-      'workspace-flush-refused',
-      `the AgentHost refused flush ${flushOperationId} (${reason}); nothing advanced`,
-    );
+    super(`the AgentHost refused flush ${flushOperationId} (${reason}); nothing advanced`);
   }
 
   override get extensions() {

@@ -22,7 +22,7 @@ import type { LeaseRow } from '../../store/leases.ts';
 import { readFlush, type FlushRow } from '../../store/workspace-flushes.ts';
 import { EmbeddedWorkspaceStorage } from '../../store/workspace-storage.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
-import { AgentHostFlushRefusedError, hostRefusalCodes } from '../agenthost-flush.ts';
+import { AgentHostFlushRefusedError, hostRefusalCodes } from '../agenthost/flush.ts';
 import { coreActorOf } from '../build-test/requests.ts';
 import { checkedBeforeCommit, type AuthorityDeps, type Guard } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
@@ -33,12 +33,12 @@ import type {
   WorkspaceStorage,
   WorkspaceVolumeRef,
 } from '../ports.ts';
-import { recordedApplicability } from '../provider-applicability.ts';
-import { verifyStorage } from '../sandbox-admission.ts';
-import { WorkspaceStorageRefusedError } from '../workspace-storage.ts';
+import { recordedApplicability } from '../sandbox/provider-applicability.ts';
+import { verifyStorage } from '../sandbox/admission.ts';
+import { WorkspaceStorageRefusedError } from '../workspace/storage.ts';
 import type { RuntimeOperation, RuntimeStepRef } from '../runtime-core/runtime-operation.ts';
 import type { ActorRuntime } from '../runtime.ts';
-import { agentHostTargetOf, recordedRequestOf } from '../sandbox-readiness.ts';
+import { agentHostTargetOf, recordedRequestOf } from '../sandbox/readiness.ts';
 import { readRunningBuildTestOperation } from '../../store/build-test-operations.ts';
 import { SuspendRefusedError, WorkspaceFlushRefusedError, WorkspaceFlushUncertainError } from './errors.ts';
 import { openSuspendAddress, type SuspendActor } from './open.ts';

@@ -13,7 +13,7 @@
 // (`suspend-release:<operationId>`), sent only while the lease is Active: the machine re-fences and
 // releases again on a second abandon, so a replay never sends one. The lease becomes Released in
 // the transaction that records the provider's release receipt; the volume's detach waits
-// (actors/workspace-retirement.ts): after the wait this route asks Core again (the same checks as
+// (actors/workspace/retirement.ts): after the wait this route asks Core again (the same checks as
 // above) and detaches it (Available, revision + 1) in its own commit, under fresh Projects
 // authority. Until both happened the answer is 202 Releasing. Every
 // replay makes the same Core checks first, so after Core completed or abandoned its operation a

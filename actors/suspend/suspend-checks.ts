@@ -24,7 +24,7 @@ import type {
   RuntimeRegistration,
   RuntimeStepRef,
 } from '../runtime-core/runtime-operation.ts';
-import { isExpired, recordedRequestOf } from '../sandbox-readiness.ts';
+import { isExpired, recordedRequestOf } from '../sandbox/readiness.ts';
 import { SuspendRefusedError, type SuspendRefusalCode } from './errors.ts';
 
 const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/);

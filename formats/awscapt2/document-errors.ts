@@ -1,7 +1,7 @@
 // Why an output document, or the inventories it is built from, was refused: one error class with a
 // stable reason. The message may name a repository path (never file content); callers see only the
 // reason unless they choose to show more.
-import { SandlotError } from '../../lib/errors.ts';
+import { problemClass } from '../../lib/errors.ts';
 
 export const documentFailures = [
   // Framing and sections
@@ -29,11 +29,11 @@ export const documentFailures = [
 ] as const;
 export type DocumentFailure = (typeof documentFailures)[number];
 
-export class OutputDocumentError extends SandlotError {
-  readonly code = 'output-document-invalid';
-  readonly status = 422;
-  readonly title = 'Output document invalid';
-
+export class OutputDocumentError extends problemClass({
+  code: 'output-document-invalid',
+  status: 422,
+  title: 'Output document invalid',
+}) {
   constructor(
     readonly reason: DocumentFailure,
     message: string,

@@ -4,9 +4,9 @@
 // read throws when the Host cannot be asked or answers malformed, because an outage is not a
 // verdict; its answer is parsed strictly here, and compared with the lease elsewhere. The Workspace
 // flush and the read-only Workspace resume (its content proof) are checked here in full
-// (actors/agenthost-flush.ts): a refusal or an answer that does not match is a verdict, no answer
+// (actors/agenthost/flush.ts): a refusal or an answer that does not match is a verdict, no answer
 // at all is unavailability. The resume activation and
-// session state are judged the same way (actors/agenthost-activation.ts).
+// session state are judged the same way (actors/agenthost/activation.ts).
 import { z } from 'zod';
 import {
   AgentHostActivationRefusedError,
@@ -17,7 +17,7 @@ import {
   type AgentHostActivationReceipt,
   type AgentHostSessionState,
   type SessionStateRequestBody,
-} from '../../actors/agenthost-activation.ts';
+} from '../../actors/agenthost/activation.ts';
 import {
   AgentHostFlushRefusedError,
   AgentHostUnavailableError,
@@ -30,7 +30,7 @@ import {
   type AgentHostWorkspaceResume,
   type FlushRequestBody,
   type WorkspaceResumeRequestBody,
-} from '../../actors/agenthost-flush.ts';
+} from '../../actors/agenthost/flush.ts';
 import type {
   AgentHost,
   AgentHostActivationRequest,

@@ -5,23 +5,21 @@
 // never an empty answer: an authority we cannot reach must deny, not allow.
 import http from 'node:http';
 import https from 'node:https';
-import { SandlotError } from '../../lib/errors.ts';
+import { problemClass } from '../../lib/errors.ts';
 import { tlsRefusalCode } from './tls-refusal.ts';
 
 /** `reason` is a fixed phrase, an HTTP status or an error name, never response content: caller-safe. */
-export class UpstreamError extends SandlotError {
-  readonly code = 'upstream-unavailable';
-  readonly status = 503;
-  readonly title = 'Upstream unavailable';
+export class UpstreamError extends problemClass({
+  code: 'upstream-unavailable',
+  status: 503,
+  title: 'Upstream unavailable',
+  callerSafe: true,
+}) {
   constructor(
     readonly service: string,
     reason: string,
   ) {
     super(`${service} is unavailable: ${reason}`);
-  }
-
-  override get detail(): string {
-    return this.message;
   }
 }
 

@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { request } from 'node:https';
 import { isIP } from 'node:net';
 import { checkServerIdentity, type TLSSocket } from 'node:tls';
-import { SandlotError } from '../../lib/errors.ts';
+import { problemClass } from '../../lib/errors.ts';
 
 export interface PinnedGet {
   podIp: string;
@@ -44,16 +44,13 @@ export type PinnedFailureCode =
   | 'bad-response';
 
 /** The message is a fixed phrase, a status or a Node error code: never response content. */
-export class PinnedHttpsError extends SandlotError {
-  readonly status = 502;
-  readonly title = 'Pinned HTTPS request failed';
-
+export class PinnedHttpsError extends problemClass({ status: 502, title: 'Pinned HTTPS request failed' }) {
   constructor(
-    readonly code: PinnedFailureCode,
+    override readonly code: PinnedFailureCode,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(message, { ...options, code });
   }
 }
 

@@ -2,8 +2,8 @@
 // internal one (fresh ReadRunSelection and a token bound to exactly this project and run). 204
 // when there is no placement; `no-store` always; never an option value or a credential.
 import { OpenAPIHono, createRoute } from '@hono/zod-openapi';
-import type { PlacementRoute, PlacementService } from '../../actors/placement.ts';
-import { placementProjectionSchema } from '../../actors/placement-view.ts';
+import type { PlacementRoute, PlacementService } from '../../actors/sandbox/placement.ts';
+import { placementProjectionSchema } from '../../actors/sandbox/placement-view.ts';
 import type { AppEnv } from '../context.ts';
 import { commonProblems, environmentParams, json, problem } from '../schemas.ts';
 

@@ -3,7 +3,7 @@
 // authentication and Core's interruption acknowledgement are both admitted, every request is a 503
 // `provider-reports-unavailable` problem, answered before anything of the request is read (no
 // body, no token: a user's JWT is not a way in), so nothing is parsed, recorded or reconciled.
-// The durable record and its reconciliation exist already (actors/provider-reports.ts) and are
+// The durable record and its reconciliation exist already (actors/sandbox/provider-reports.ts) and are
 // tested directly; this route is not in the OpenAPI document, which lists the public API only.
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { providerReportsAdmission, type ProviderReportsAdmission } from '../../config/types.ts';

@@ -1,13 +1,13 @@
 // The runtime-bootstrap profile routes: resolve a source profile for the Environment's current
 // sandbox (the path's profileId is the SOURCE profile ID), and read a resolved mapping back (the
 // path's profileId is the DERIVED one), with its `/workspace` suffix: the profile's runtime
-// Workspace context (actors/runtime-workspace-context.ts). All use the internal placement
+// Workspace context (actors/runtime-profiles/workspace-context.ts). All use the internal placement
 // semantics: a token bound to exactly this project and run, and fresh ReadRunSelection. All answer
 // `no-store`, errors too; none returns a credential or an option value.
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
 import { PROFILE_ID } from '../../config/agenthost.ts';
-import { PROFILE_ID_PATTERN } from '../../actors/runtime-profile-copy.ts';
-import type { RuntimeProfileService } from '../../actors/runtime-profiles.ts';
+import { PROFILE_ID_PATTERN } from '../../actors/runtime-profiles/copy.ts';
+import type { RuntimeProfileService } from '../../actors/runtime-profiles/service.ts';
 import type { ProfileMappingRow } from '../../store/runtime-profiles.ts';
 import type { AppEnv } from '../context.ts';
 import { badRequest } from '../problems.ts';

@@ -1,8 +1,8 @@
 // Sandbox lease routes and the Workspace volume route. Handlers translate HTTP to the sandbox
 // service; provider options and request bodies of attempts never appear in an answer.
 import { OpenAPIHono, createRoute, z } from '@hono/zod-openapi';
-import type { SandboxService } from '../../actors/sandbox.ts';
-import type { WorkspaceService } from '../../actors/workspaces.ts';
+import type { SandboxService } from '../../actors/sandbox/service.ts';
+import type { WorkspaceService } from '../../actors/workspace/service.ts';
 import type { AttemptRow } from '../../store/attempts.ts';
 import type { AppEnv } from '../context.ts';
 import { commonProblems, environmentParams, json, problem, waitOptionsOf } from '../schemas.ts';

@@ -1,7 +1,7 @@
 // The network policy writer for Kubernetes: a resume's new generation gets a copy of every
 // CiliumNetworkPolicy of the source generation, in the labels and selector the verifier reads
 // (cilium-verifier.ts), so the new Sandbox's Pods run under exactly the rules already accepted.
-// It satisfies the NetworkPolicyWriter port (actors/network-policy-writer.ts), which this layer may
+// It satisfies the NetworkPolicyWriter port (actors/sandbox/network-policy-writer.ts), which this layer may
 // not import; the answer types below mirror it.
 //
 // For each source policy `<stem>-g<from>` (or any other name `<name>`), the copy is named

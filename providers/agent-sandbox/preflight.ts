@@ -44,7 +44,7 @@ export interface PvcExpectation {
  * suspend flush does not rewrite it: the volume record moves on (docs/suspend-resume.md "Workspace
  * flush"). So a request at data generation `d` accepts an annotated count `a ≤ d`. Whether the
  * volume's own verified flushes chain `a` to `d` is the admission's storage check
- * (actors/workspace-storage.ts), made before the lease is reserved; the adapter cannot see flushes.
+ * (actors/workspace/storage.ts), made before the lease is reserved; the adapter cannot see flushes.
  * An annotation ahead of the request, or one that is not a count, is refused.
  */
 function dataGenerationHolds(annotated: string | undefined, requested: number): boolean {

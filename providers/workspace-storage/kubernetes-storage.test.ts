@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkspaceVolumeRef } from '../../actors/ports.ts';
-import { checkStorageEvidence } from '../../actors/workspace-storage.ts';
+import { checkStorageEvidence } from '../../actors/workspace/storage.ts';
 import { newOwner } from '../../test/contract/contract-subject.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../../test/fakes/kube-api/index.ts';
 import { createCertificateAuthority } from '../../test/fakes/kube-api/tls.ts';

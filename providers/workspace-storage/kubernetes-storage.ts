@@ -1,6 +1,6 @@
 // Workspace storage on Kubernetes: the volume's PVC (in the lease's namespace, named as the Agent
 // Sandbox adapter names it, pvcNameOf) and the PersistentVolume its spec.volumeName names, read back
-// through client-node and reported as facts, never judged here (actors/workspace-storage.ts does),
+// through client-node and reported as facts, never judged here (actors/workspace/storage.ts does),
 // together with the cluster it answered from and the one the lease recorded (both by cluster pin).
 // It implements the WorkspaceStorage port (actors/ports.ts) and passes the same contract suite
 // (test/contract/workspace-storage-cases.ts) as the embedded implementation.

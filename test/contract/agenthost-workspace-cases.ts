@@ -15,12 +15,12 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import type { EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
 import {
   AgentHostFlushRefusedError,
   AgentHostUnavailableError,
   AgentHostWorkspaceResumeRefusedError,
-} from '../../actors/agenthost-flush.ts';
+} from '../../actors/agenthost/flush.ts';
 import type { AgentHost, AgentHostFlushRequest, AgentHostWorkspaceBinding } from '../../actors/ports.ts';
 import type { Queryable } from '../../store/db.ts';
 import { insertLease } from '../../store/leases.ts';

@@ -6,7 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NetworkPolicyVerdict } from '../../actors/ports.ts';
-import type { NetworkPolicyReapply, NetworkPolicyWriter } from '../../actors/network-policy-writer.ts';
+import type {
+  NetworkPolicyReapply,
+  NetworkPolicyWriter,
+} from '../../actors/sandbox/network-policy-writer.ts';
 
 export interface Project {
   tenantId: string;

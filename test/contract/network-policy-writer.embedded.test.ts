@@ -2,8 +2,8 @@
 // database backends. Rules are accepted with putNetworkPolicy (what the admin route
 // PUT …/network-policies/{generation} calls) and judged by TableNetworkPolicies; an outage is a
 // pool on a loopback port nothing listens on.
-import { TableNetworkPolicyWriter } from '../../actors/network-policy-writer-embedded.ts';
-import type { NetworkPolicyWriter } from '../../actors/network-policy-writer.ts';
+import { TableNetworkPolicyWriter } from '../../actors/sandbox/network-policy-writer-embedded.ts';
+import type { NetworkPolicyWriter } from '../../actors/sandbox/network-policy-writer.ts';
 import type { Database } from '../../store/db.ts';
 import { migrate } from '../../store/migrate.ts';
 import { putNetworkPolicy, readNetworkPolicy, TableNetworkPolicies } from '../../store/network-policies.ts';

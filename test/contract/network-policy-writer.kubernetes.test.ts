@@ -3,7 +3,7 @@
 // per generation, named and labelled as test/support/fake-cluster-harness.ts ciliumPolicyObject
 // does); an outage is the API server answering 503 to the writer's list. The fake loads the Agent
 // Sandbox CRD schemas when it starts, so the suite skips where they are absent.
-import type { NetworkPolicyWriter } from '../../actors/network-policy-writer.ts';
+import type { NetworkPolicyWriter } from '../../actors/sandbox/network-policy-writer.ts';
 import { CiliumNetworkPolicyWriter } from '../../providers/agent-sandbox/cilium-writer.ts';
 import { LABELS, projectHashOf } from '../../providers/agent-sandbox/names.ts';
 import { startFakeKubeApi } from '../fakes/kube-api/index.ts';

@@ -1,7 +1,7 @@
 // The WorkspaceStorage contract: one suite, run against every implementation (the embedded table,
 // and PVC + PV readback on the fake Kubernetes API). Each case changes what storage holds the way
 // that storage would change, reads it back through the port and judges it with the one pure check
-// admission uses (actors/workspace-storage.ts), so both implementations mean the same by each fact.
+// admission uses (actors/workspace/storage.ts), so both implementations mean the same by each fact.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type {
   LeaseProviderRecord,
@@ -9,7 +9,7 @@ import type {
   WorkspaceStorage,
   WorkspaceVolumeRef,
 } from '../../actors/ports.ts';
-import { bindingOf, checkStorageEvidence, type StorageCheckCode } from '../../actors/workspace-storage.ts';
+import { bindingOf, checkStorageEvidence, type StorageCheckCode } from '../../actors/workspace/storage.ts';
 import type { StorageBinding } from '../../store/workspace-bindings.ts';
 
 export interface WorkspaceStorageSubject {

@@ -4,7 +4,7 @@
 // harness: the real runtime, workers, observer and reconciler on PostgreSQL), and its commit
 // listener hears the same source as the journal records, revision for revision.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordReport } from '../../actors/provider-reports.ts';
+import { recordReport } from '../../actors/sandbox/provider-reports.ts';
 import type { CommitNotice } from '../../actors/runtime.ts';
 import { readCurrentLease } from '../../store/leases.ts';
 import { readJournal } from '../../store/journal.ts';

@@ -5,10 +5,10 @@
 // the Workspace and network conditions NotApplicable and neither the Host nor the verifier asked;
 // the lease goes Active and is released.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import { EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
 import type { AgentHostReadiness, AgentHostTarget, NetworkPolicyVerifier } from '../../actors/ports.ts';
-import { verifyWorkspace } from '../../actors/sandbox-admission.ts';
-import type { ReadinessCondition } from '../../actors/sandbox-readiness.ts';
+import { verifyWorkspace } from '../../actors/sandbox/admission.ts';
+import type { ReadinessCondition } from '../../actors/sandbox/readiness.ts';
 import type { SandboxProvider } from '../../providers/provider.ts';
 import { SimulatedProvider } from '../../providers/simulated/simulated-provider.ts';
 import { TableNetworkPolicies } from '../../store/network-policies.ts';

@@ -11,7 +11,7 @@ import {
   AgentHostFlushRefusedError,
   AgentHostUnavailableError,
   type AgentHostFlushReceipt,
-} from '../../actors/agenthost-flush.ts';
+} from '../../actors/agenthost/flush.ts';
 import type { AgentHostWorkspaceBinding } from '../../actors/ports.ts';
 import { HttpsAgentHost } from '../../http/clients/agenthost-client.ts';
 import { HostPod, live, type Handler } from '../support/host-pod.ts';

@@ -11,7 +11,7 @@ import {
   ProviderReportConflictError,
   recordReport,
   type ProviderReport,
-} from '../../actors/provider-reports.ts';
+} from '../../actors/sandbox/provider-reports.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { readAttemptsOfOperation } from '../../store/attempts.ts';
 import { readCurrentLease } from '../../store/leases.ts';

@@ -4,8 +4,8 @@
 // source configuration unchanged). The profile of an earlier lease, or one never resolved, leaves
 // HostConfigured False with its reason, and the lease not ready for dispatch.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
-import type { ReadinessCondition } from '../../actors/sandbox-readiness.ts';
+import { EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
+import type { ReadinessCondition } from '../../actors/sandbox/readiness.ts';
 import type { AgentHostConfiguration } from '../../config/agenthost.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';

@@ -6,7 +6,7 @@
 // before any attempt is issued. Each lease's placement names its own Pod and Service here.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import type { EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
 import type { AgentHostConfiguration } from '../../config/agenthost.ts';
 import { readAttempts } from '../../store/resume-bootstrap-attempts.ts';
 import type { Harness } from '../support/harness.ts';

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NATIVE_CACHE_PATH, type EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import { NATIVE_CACHE_PATH, type EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
 import { attemptIdentityOf } from '../../actors/resume/bootstrap-requests.ts';
 import { insertAttempt, readAttempts } from '../../store/resume-bootstrap-attempts.ts';
 import { readVerifiedFlush } from '../../store/workspace-flushes.ts';

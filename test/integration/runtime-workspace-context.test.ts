@@ -7,7 +7,7 @@
 // every time, and changes no row.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProjectsAuthority } from '../../actors/ports.ts';
-import { RuntimeWorkspaceContextReader } from '../../actors/runtime-workspace-context.ts';
+import { RuntimeWorkspaceContextReader } from '../../actors/runtime-profiles/workspace-context.ts';
 import type { AgentHostConfiguration } from '../../config/agenthost.ts';
 import { readProfileMapping } from '../../store/runtime-profiles.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';

@@ -7,7 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { request } from 'node:https';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SandlotError } from '../../lib/errors.ts';
+import { problemClass, SandlotError } from '../../lib/errors.ts';
 import { ControlClient, type ControlClientOptions } from '../../providers/sandbox-host/control-client.ts';
 import { ControlRefusedError, ControlUnavailableError } from '../../providers/sandbox-host/control-errors.ts';
 import {
@@ -37,11 +37,11 @@ class MemoryDirectory implements HostCertificateDirectory {
   }
 }
 
-class RefusedHere extends SandlotError {
-  readonly code = 'assignment-conflict';
-  readonly status = 409;
-  readonly title = 'Assignment conflict';
-}
+class RefusedHere extends problemClass({
+  code: 'assignment-conflict',
+  status: 409,
+  title: 'Assignment conflict',
+}) {}
 
 type Call = { kind: 'assignments'; hostId: string; after: number } | { kind: 'result'; hostId: string };
 

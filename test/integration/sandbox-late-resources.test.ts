@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { beginAttempt, completeAttempt } from '../../actors/attempts.ts';
 import { claimTtlMs } from '../../actors/cleanups.ts';
 import { runAudit } from '../../actors/audit.ts';
-import { reportWorkspaceConflicts } from '../../actors/workspace-conflicts.ts';
+import { reportWorkspaceConflicts } from '../../actors/workspace/conflicts.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createMetrics } from '../../lib/metrics.ts';
 import type { OwnerBinding, SandboxProvider } from '../../providers/provider.ts';

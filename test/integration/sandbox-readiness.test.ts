@@ -1,8 +1,8 @@
 // Readiness for dispatch needs the AgentHost's configured handshake, not only a started sandbox:
 // each missing requirement is a condition a caller can read, with its reason.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
-import type { ReadinessCondition } from '../../actors/sandbox-readiness.ts';
+import { EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
+import type { ReadinessCondition } from '../../actors/sandbox/readiness.ts';
 import { startFakeKubeApi, type FakeKubeApi } from '../fakes/kube-api/index.ts';
 import { skipWithoutCrds } from '../support/crd-dir.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';

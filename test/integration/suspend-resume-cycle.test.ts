@@ -7,7 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
+import type { EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
 import type { ResumeManifest } from '../../actors/resume/requests.ts';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { readCurrentLease, readLeaseByOperation } from '../../store/leases.ts';

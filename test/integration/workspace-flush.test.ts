@@ -7,8 +7,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
-import { NATIVE_CACHE_PATH } from '../../actors/agenthost-embedded.ts';
+import type { EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
+import { NATIVE_CACHE_PATH } from '../../actors/agenthost/embedded.ts';
 import { moveRuntimeOperation } from '../../actors/runtime-core/runtime-core-embedded.ts';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import { readVolume } from '../../store/workspaces.ts';

@@ -1,4 +1,4 @@
-// How a Workspace retires with its lease, on PostgreSQL with workers (actors/workspace-retirement.ts):
+// How a Workspace retires with its lease, on PostgreSQL with workers (actors/workspace/retirement.ts):
 // a suspend release's detach waits for Core — the provider's confirmation records the lease
 // Released, and only the placement release route, asking Core again after that wait, detaches the
 // volume, so Core abandoning its operation in between leaves the Workspace attached; and a lease

@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hashWorkspaceTree, WorkspaceTreeRefusedError } from '../../actors/workspace-tree.ts';
+import { hashWorkspaceTree, WorkspaceTreeRefusedError } from '../../actors/workspace/tree.ts';
 import { independentTreeHash } from '../contract/agenthost-workspace-cases.ts';
 
 let root: string;

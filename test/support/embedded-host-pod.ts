@@ -10,14 +10,14 @@ import { join } from 'node:path';
 import {
   activationRequestBodySchema,
   sessionStateRequestBodySchema,
-} from '../../actors/agenthost-activation.ts';
-import { EmbeddedAgentHost, type HostAnswer } from '../../actors/agenthost-embedded.ts';
-import type { ActivationHostAnswer } from '../../actors/agenthost-embedded-activation.ts';
+} from '../../actors/agenthost/activation.ts';
+import { EmbeddedAgentHost, type HostAnswer } from '../../actors/agenthost/embedded.ts';
+import type { ActivationHostAnswer } from '../../actors/agenthost/embedded-activation.ts';
 import {
   AgentHostUnavailableError,
   flushRequestBodySchema,
   workspaceResumeRequestBodySchema,
-} from '../../actors/agenthost-flush.ts';
+} from '../../actors/agenthost/flush.ts';
 import type { AgentHostWorkspaceBinding } from '../../actors/ports.ts';
 import {
   ACTIVATE_PATH,

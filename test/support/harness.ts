@@ -10,7 +10,7 @@ import type {
   WorkspaceStorage,
 } from '../../actors/ports.ts';
 import type { RuntimeEvents } from '../../actors/runtime-events/ports.ts';
-import type { NetworkPolicyWriter } from '../../actors/network-policy-writer.ts';
+import type { NetworkPolicyWriter } from '../../actors/sandbox/network-policy-writer.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
 import type { AgentHostConfiguration } from '../../config/agenthost.ts';
 import { createEnvironmentRuntime, createServices, type Services } from '../../actors/services.ts';

@@ -5,8 +5,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { EmbeddedAgentHost } from '../../actors/agenthost-embedded.ts';
-import { TableNetworkPolicyWriter } from '../../actors/network-policy-writer-embedded.ts';
+import { EmbeddedAgentHost } from '../../actors/agenthost/embedded.ts';
+import { TableNetworkPolicyWriter } from '../../actors/sandbox/network-policy-writer-embedded.ts';
 import type { RuntimeOperation, RuntimeStepRef } from '../../actors/ports.ts';
 import { EmbeddedRuntimeEvents } from '../../actors/runtime-events/runtime-events-embedded.ts';
 import {

@@ -6,7 +6,7 @@ import { HTTPException } from 'hono/http-exception';
 import { describe, expect, it } from 'vitest';
 
 import * as actorErrors from '../../actors/errors.ts';
-import * as admission from '../../actors/sandbox-admission.ts';
+import * as admission from '../../actors/sandbox/admission.ts';
 import * as configErrors from '../../config/errors.ts';
 import * as authErrors from '../../http/auth/authentication-error.ts';
 import * as fetchJson from '../../http/clients/fetch-json.ts';
@@ -33,7 +33,7 @@ const mismatches = [{ field: 'providerId', selected: 'a', configured: 'b' }];
 const cases: readonly [string, () => Error, Expected][] = [
   [
     'ActorError',
-    () => new actorErrors.ActorError('undeclared-thing', 'secret 42'),
+    () => new actorErrors.ActorError('secret 42', { code: 'undeclared-thing' }),
     { status: 500, code: 'undeclared-thing' },
   ],
   [
@@ -243,7 +243,7 @@ const cases: readonly [string, () => Error, Expected][] = [
   ],
   [
     'WorkerError',
-    () => new workerErrors.WorkerError('worker-stuck', 'internal state'),
+    () => new workerErrors.WorkerError('internal state', { code: 'worker-stuck' }),
     { status: 500, code: 'worker-stuck' },
   ],
   [

@@ -4,13 +4,13 @@
 // be observed, from the provider's own exact describe (started alone is not ready); every other
 // provider's answers are unchanged.
 import { describe, expect, it } from 'vitest';
-import { providerApplicability, recordedApplicability } from '../../actors/provider-applicability.ts';
+import { providerApplicability, recordedApplicability } from '../../actors/sandbox/provider-applicability.ts';
 import {
   conditionSchema,
   readinessConditions,
   type ReadinessCondition,
   type ReadinessEvidence,
-} from '../../actors/sandbox-readiness.ts';
+} from '../../actors/sandbox/readiness.ts';
 import { agentSandboxIdentity } from '../../providers/agent-sandbox/identity.ts';
 import type { ProviderIdentity } from '../../providers/provider.ts';
 import { simulatedIdentity } from '../../providers/simulated/identity.ts';

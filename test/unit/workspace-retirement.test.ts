@@ -1,7 +1,7 @@
-// The retirement judge (actors/workspace-retirement.ts): a retiring lease's volume counters are
+// The retirement judge (actors/workspace/retirement.ts): a retiring lease's volume counters are
 // accepted only as the lease attached them, or as exactly its own verified flushes moved them.
 import { describe, expect, it } from 'vitest';
-import { retirementProblem } from '../../actors/workspace-retirement.ts';
+import { retirementProblem } from '../../actors/workspace/retirement.ts';
 
 const volumeAt = (dataGeneration: number) => ({ dataGeneration });
 const flushesFrom = (...generations: number[]) => generations.map((dataGeneration) => ({ dataGeneration }));

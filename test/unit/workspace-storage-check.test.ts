@@ -7,7 +7,7 @@ import {
   WorkspaceStorageRefusedError,
   WorkspaceStorageUnavailableError,
   type StorageExpectation,
-} from '../../actors/workspace-storage.ts';
+} from '../../actors/workspace/storage.ts';
 import { problemBody } from '../../http/problems.ts';
 import { ERROR_CODE_PATTERN } from '../../lib/errors.ts';
 

@@ -5,15 +5,15 @@
 // lease read again must still equal it before anything is returned. Any difference, or a callback
 // that throws, returns nothing. No run selection is read and no provider is contacted; a
 // successful read authorizes nothing later (configure and provider effects recheck on their own).
-import type { Database, Queryable } from '../store/db.ts';
-import { lockEnvironment, readEnvironment, type EnvironmentRow } from '../store/environments.ts';
-import { readCurrentLease, type LeaseRow } from '../store/leases.ts';
-import { PlacementRefusedError, RunBindingError } from './errors.ts';
-import { Guard, type AuthorityDeps } from './guard.ts';
-import type { EnvironmentAddress } from './owned.ts';
+import type { Database, Queryable } from '../../store/db.ts';
+import { lockEnvironment, readEnvironment, type EnvironmentRow } from '../../store/environments.ts';
+import { readCurrentLease, type LeaseRow } from '../../store/leases.ts';
+import { PlacementRefusedError, RunBindingError } from '../errors.ts';
+import { Guard, type AuthorityDeps } from '../guard.ts';
+import type { EnvironmentAddress } from '../owned.ts';
 import { placementProjectionSchema, providerPinSchema, type PlacementProjection } from './placement-view.ts';
-import type { Caller, Permission } from './ports.ts';
-import { isExpired } from './sandbox-readiness.ts';
+import type { Caller, Permission } from '../ports.ts';
+import { isExpired } from './readiness.ts';
 
 export type PlacementRoute = 'public' | 'internal';
 

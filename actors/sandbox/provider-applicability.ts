@@ -6,10 +6,10 @@
 // - the network policy verification and the AgentHost handshake need `vm-isolation`: a provider
 //   without a guest has no Pod network for a policy to select and runs no AgentHost. The handshake
 //   is not asked of it, but its readiness still needs the configured phase: its own describe must
-//   report it (actors/sandbox-readiness.ts).
+//   report it (actors/sandbox/readiness.ts).
 // Admission's run selection still names exactly these capabilities (selectProvider compares them as
 // a set), so a selection that requires a check never admits a provider without it.
-import type { ProviderIdentity } from '../providers/provider.ts';
+import type { ProviderIdentity } from '../../providers/provider.ts';
 
 export interface ProviderApplicability {
   workspaceStorage: boolean;

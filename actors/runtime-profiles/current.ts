@@ -6,10 +6,10 @@
 // same way: the accepted selection, the source profile and receiver configuration (a reload that
 // changed them fails closed), and the copy the current configuration would make. Pure: the caller
 // reads the rows, under whatever lock its own invariant needs.
-import type { AgentHostConfiguration } from '../config/agenthost.ts';
-import type { LeaseRow } from '../store/leases.ts';
-import type { ProfileMappingRow } from '../store/runtime-profiles.ts';
-import { configureUrlOf, endpointOfPlacement, mappingFor, stalePart } from './runtime-profile-copy.ts';
+import type { AgentHostConfiguration } from '../../config/agenthost.ts';
+import type { LeaseRow } from '../../store/leases.ts';
+import type { ProfileMappingRow } from '../../store/runtime-profiles.ts';
+import { configureUrlOf, endpointOfPlacement, mappingFor, stalePart } from './copy.ts';
 
 /** True when the mapping was resolved for exactly this Environment of this tenant, project and run. */
 export function mappingOwnedBy(

@@ -1,11 +1,11 @@
 // Embedded Workspace owner: a volume bound to one Environment, created idempotently per key.
-import type { Database } from '../store/db.ts';
-import { lockEnvironment, readEnvironment } from '../store/environments.ts';
-import { createVolume, type VolumeRow } from '../store/workspaces.ts';
-import { LeaseConflictError } from './errors.ts';
-import { Guard, type AuthorityDeps } from './guard.ts';
-import type { EnvironmentAddress } from './owned.ts';
-import type { Caller } from './ports.ts';
+import type { Database } from '../../store/db.ts';
+import { lockEnvironment, readEnvironment } from '../../store/environments.ts';
+import { createVolume, type VolumeRow } from '../../store/workspaces.ts';
+import { LeaseConflictError } from '../errors.ts';
+import { Guard, type AuthorityDeps } from '../guard.ts';
+import type { EnvironmentAddress } from '../owned.ts';
+import type { Caller } from '../ports.ts';
 
 export interface VolumeView {
   volumeId: string;

@@ -5,10 +5,11 @@
 //
 // A refusal is an answer (the owner proved nothing was written), an outage is a throw (something may
 // have been written): the same split as NetworkPolicyVerifier (actors/ports.ts). The embedded table
-// (actors/network-policy-writer-embedded.ts) and the Cilium writer
+// (actors/sandbox/network-policy-writer-embedded.ts) and the Cilium writer
 // (providers/agent-sandbox/cilium-writer.ts) implement it and pass one contract suite
 // (test/contract/network-policy-writer.contract.ts).
-import { ActorError } from './errors.ts';
+import { problemClass } from '../../lib/errors.ts';
+import { ActorError } from '../errors.ts';
 
 /** Why a reapply wrote nothing, for good: a retry with the same arguments answers the same. */
 export type NetworkPolicyRefusalCode =
@@ -48,15 +49,15 @@ export interface NetworkPolicyWriter {
 }
 
 /** The refusal as the error a route answers with: 409, the refusal code as an extension. */
-export class NetworkPolicyReapplyRefusedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Network policy not reapplied';
-
+export class NetworkPolicyReapplyRefusedError extends problemClass(
+  { code: 'network-policy-reapply-refused', status: 409, title: 'Network policy not reapplied' },
+  ActorError,
+) {
   constructor(
     readonly refusal: NetworkPolicyRefusalCode,
     reason: string,
   ) {
-    super('network-policy-reapply-refused', reason);
+    super(reason);
   }
 
   override get extensions() {
@@ -65,20 +66,18 @@ export class NetworkPolicyReapplyRefusedError extends ActorError {
 }
 
 /** The owner did not answer, or not certainly: the new generation may or may not exist. Retry. */
-export class NetworkPolicyReapplyUnavailableError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Network policy owner unavailable';
-
+export class NetworkPolicyReapplyUnavailableError extends problemClass(
+  {
+    code: 'network-policy-reapply-unavailable',
+    status: 503,
+    title: 'Network policy owner unavailable',
+    retryAfterSeconds: 2,
+  },
+  ActorError,
+) {
   constructor(generation: number, cause: unknown) {
-    super(
-      'network-policy-reapply-unavailable',
-      `network policy generation ${generation} cannot be written now: its owner did not answer`,
-    );
+    super(`network policy generation ${generation} cannot be written now: its owner did not answer`);
     this.cause = cause;
-  }
-
-  override get retryAfterSeconds(): number {
-    return 2;
   }
 }
 

@@ -5,9 +5,9 @@
 // and the SHA-256 over the ordered entries up to it. A resumed Host that finds no native cache
 // rebuilds to the boundary saved by the flush that produced its data generation, never a later
 // one: it reads the entries again, checks them against that boundary, and reports what it rebuilt.
-import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
-import type { Queryable } from '../store/db.ts';
-import { journalBoundarySchema, type JournalBoundary } from './agenthost-flush.ts';
+import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
+import type { Queryable } from '../../store/db.ts';
+import { journalBoundarySchema, type JournalBoundary } from './flush.ts';
 
 interface JournalEntry {
   position: number;

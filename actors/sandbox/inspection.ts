@@ -1,20 +1,25 @@
 // Inspecting a sandbox lease: the lease and its readiness for dispatch as conditions
-// (actors/sandbox-readiness.ts), and the long-poll (`?wait=`) that answers at the next transition,
+// (actors/sandbox/readiness.ts), and the long-poll (`?wait=`) that answers at the next transition,
 // or, for an Active lease that is not ready, looks again after 10 ms, 20 ms, 40 ms … up to
 // `activeRecheckMs` (its readiness moves without a transition), each pause cut short by a
 // transition. Fresh authority before the reads and after the last one (Guard).
 import { setTimeout as pause } from 'node:timers/promises';
-import type { AgentHostConfiguration } from '../config/agenthost.ts';
-import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import type { Queryable } from '../store/db.ts';
-import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
-import { readCurrentLease, readLatestLease, readLeaseByOperation, type LeaseRow } from '../store/leases.ts';
-import { readLatestVerifiedFlushOfLease } from '../store/workspace-flushes.ts';
-import { readVolume } from '../store/workspaces.ts';
-import { readOpenWorkspaceConflicts } from '../store/cleanups.ts';
-import { ActorError, LeaseNotFoundError } from './errors.ts';
-import { Guard } from './guard.ts';
-import { readOwnedEnvironment, type EnvironmentAddress } from './owned.ts';
+import type { AgentHostConfiguration } from '../../config/agenthost.ts';
+import type { EnvironmentEvent } from '../../machines/environment-events.ts';
+import type { Queryable } from '../../store/db.ts';
+import { readEnvironment, type EnvironmentRow } from '../../store/environments.ts';
+import {
+  readCurrentLease,
+  readLatestLease,
+  readLeaseByOperation,
+  type LeaseRow,
+} from '../../store/leases.ts';
+import { readLatestVerifiedFlushOfLease } from '../../store/workspace-flushes.ts';
+import { readVolume } from '../../store/workspaces.ts';
+import { readOpenWorkspaceConflicts } from '../../store/cleanups.ts';
+import { ActorError, LeaseNotFoundError } from '../errors.ts';
+import { Guard } from '../guard.ts';
+import { readOwnedEnvironment, type EnvironmentAddress } from '../owned.ts';
 import type {
   AgentHost,
   AttemptRunner,
@@ -23,12 +28,12 @@ import type {
   Permission,
   ProjectsAuthority,
   RunSelectionSource,
-} from './ports.ts';
-import type { ActorRuntime } from './runtime.ts';
+} from '../ports.ts';
+import type { ActorRuntime } from '../runtime.ts';
 import { recordedApplicability } from './provider-applicability.ts';
 import { profileEvidenceOf } from './readiness-profile.ts';
-import { networkPolicyVerified } from './sandbox-admission.ts';
-import { observeLease, type Observation } from './sandbox-observe.ts';
+import { networkPolicyVerified } from './admission.ts';
+import { observeLease, type Observation } from './observe.ts';
 import {
   agentHostTargetOf,
   isRunning,
@@ -36,9 +41,9 @@ import {
   recordedRequestOf,
   sameLease,
   type ReadinessCondition,
-} from './sandbox-readiness.ts';
-import { leaseView, type LeaseView } from './sandbox-view.ts';
-import { maxWaitMs, type EnvironmentChanges, type WaitOptions } from './wait.ts';
+} from './readiness.ts';
+import { leaseView, type LeaseView } from './view.ts';
+import { maxWaitMs, type EnvironmentChanges, type WaitOptions } from '../wait.ts';
 
 /** The first pause of a long-poll inspection between two looks at an Active lease not yet ready. */
 const FIRST_RECHECK_MS = 10;
@@ -103,7 +108,7 @@ export class SandboxInspection {
   ) {}
 
   /**
-   * The lease and its readiness for dispatch, as conditions (actors/sandbox-readiness.ts): an exact
+   * The lease and its readiness for dispatch, as conditions (actors/sandbox/readiness.ts): an exact
    * describe run now through the one runner (bounded wait), the AgentHost's configuration evidence,
    * the requested network policy generation verified afresh and the Workspace attachment, all
    * against the same lease, re-read after every observation.

@@ -9,10 +9,10 @@
 // leaves the detach to the placement release route, which confirms the saved flush with Core after
 // its wait and detaches under fresh Projects authority in its own commit. Other retirements of a
 // flushed lease (the owner's abandon, an expiry) detach here, with the same chain check.
-import type { Queryable } from '../store/db.ts';
-import { readLeaseAttachment } from '../store/leases.ts';
-import { readVerifiedFlushesOfLease, type FlushRow } from '../store/workspace-flushes.ts';
-import { detachVolume, readVolume, type VolumeRow } from '../store/workspaces.ts';
+import type { Queryable } from '../../store/db.ts';
+import { readLeaseAttachment } from '../../store/leases.ts';
+import { readVerifiedFlushesOfLease, type FlushRow } from '../../store/workspace-flushes.ts';
+import { detachVolume, readVolume, type VolumeRow } from '../../store/workspaces.ts';
 
 /** The release key of a suspend's placement release: its detach waits for Core (release-placement.ts). */
 export const SUSPEND_RELEASE_KEY_PREFIX = 'suspend-release:';

@@ -7,29 +7,23 @@
 // the owner lock, after the lease, fences, endpoint, authority and selection are read again. The
 // row is inserted once and compared on every later resolve and read; nothing is ever overwritten.
 // No provider is called, no credential is read or returned.
-import type { AgentHostConfiguration } from '../config/agenthost.ts';
-import type { Database, Queryable } from '../store/db.ts';
-import { lockEnvironment, readEnvironment, type EnvironmentRow } from '../store/environments.ts';
-import { readCurrentLease } from '../store/leases.ts';
+import type { AgentHostConfiguration } from '../../config/agenthost.ts';
+import type { Database, Queryable } from '../../store/db.ts';
+import { lockEnvironment, readEnvironment, type EnvironmentRow } from '../../store/environments.ts';
+import { readCurrentLease } from '../../store/leases.ts';
 import {
   insertProfileMapping,
   readProfileMapping,
   type NewProfileMapping,
   type ProfileMappingRow,
-} from '../store/runtime-profiles.ts';
-import { RunSelectionChangedError } from './errors.ts';
-import { Guard, type AuthorityDeps } from './guard.ts';
-import type { EnvironmentAddress } from './owned.ts';
-import type { PlacementCaller, PlacementService } from './placement.ts';
-import type { PlacementProjection } from './placement-view.ts';
-import type { AgentHost, AgentHostEndpoint } from './ports.ts';
-import {
-  configureUrlOf,
-  endpointOfPlacement,
-  mappingFor,
-  receiverEndpointOf,
-  stalePart,
-} from './runtime-profile-copy.ts';
+} from '../../store/runtime-profiles.ts';
+import { RunSelectionChangedError } from '../errors.ts';
+import { Guard, type AuthorityDeps } from '../guard.ts';
+import type { EnvironmentAddress } from '../owned.ts';
+import type { PlacementCaller, PlacementService } from '../sandbox/placement.ts';
+import type { PlacementProjection } from '../sandbox/placement-view.ts';
+import type { AgentHost, AgentHostEndpoint } from '../ports.ts';
+import { configureUrlOf, endpointOfPlacement, mappingFor, receiverEndpointOf, stalePart } from './copy.ts';
 import {
   EnvironmentNotActiveError,
   RuntimeEndpointNotLiveError,
@@ -39,10 +33,10 @@ import {
   RuntimeProfileNotFoundError,
   RuntimeProfileStaleError,
   RuntimeProfilesUnavailableError,
-} from './runtime-profile-errors.ts';
-import { mappingOwnedBy } from './runtime-profile-current.ts';
-import { RuntimeWorkspaceContextReader, type RuntimeWorkspaceContext } from './runtime-workspace-context.ts';
-import { isExpired } from './sandbox-readiness.ts';
+} from './errors.ts';
+import { mappingOwnedBy } from './current.ts';
+import { RuntimeWorkspaceContextReader, type RuntimeWorkspaceContext } from './workspace-context.ts';
+import { isExpired } from '../sandbox/readiness.ts';
 
 export interface RuntimeProfileDeps extends AuthorityDeps {
   db: Database;

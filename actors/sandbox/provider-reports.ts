@@ -9,17 +9,18 @@
 // ReconciliationRequired (an exact owner listing). A lease in Provisioning or Releasing already has
 // a provider call in flight whose exact result decides, so nothing is sent. The kind does not change
 // this: it is recorded for audit. No HTTP route reaches this yet (http/routes/provider-reports.ts).
+import { problemClass } from '../../lib/errors.ts';
 import { z } from 'zod';
-import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
-import { PRINTABLE_TEXT } from '../lib/limits.ts';
+import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
+import { PRINTABLE_TEXT } from '../../lib/limits.ts';
 import {
   generationSchema,
   identifierSchema,
   instantSchema,
   type EnvironmentEvent,
-} from '../machines/environment-events.ts';
-import type { Queryable } from '../store/db.ts';
-import { readCurrentLease, type LeaseRow } from '../store/leases.ts';
+} from '../../machines/environment-events.ts';
+import type { Queryable } from '../../store/db.ts';
+import { readCurrentLease, type LeaseRow } from '../../store/leases.ts';
 import {
   insertReport,
   markReportEventCommitted,
@@ -29,9 +30,9 @@ import {
   type ReportEventType,
   type ReportOutcome,
   type ReportRow,
-} from '../store/provider-reports.ts';
-import { ActorError } from './errors.ts';
-import type { ActorRuntime } from './runtime.ts';
+} from '../../store/provider-reports.ts';
+import { ActorError } from '../errors.ts';
+import type { ActorRuntime } from '../runtime.ts';
 
 const text = z.string().min(1).max(256).regex(PRINTABLE_TEXT, 'must be printable text');
 
@@ -51,14 +52,12 @@ export const providerReportSchema = z.strictObject({
 export type ProviderReport = z.infer<typeof providerReportSchema>;
 
 /** The same report key was sent before with a different body: nothing was changed. */
-export class ProviderReportConflictError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Provider report conflict';
+export class ProviderReportConflictError extends problemClass(
+  { code: 'provider-report-conflict', status: 409, title: 'Provider report conflict' },
+  ActorError,
+) {
   constructor(readonly key: { providerId: string; reportId: string }) {
-    super(
-      'provider-report-conflict',
-      `report ${key.reportId} of provider ${key.providerId} was recorded with another body`,
-    );
+    super(`report ${key.reportId} of provider ${key.providerId} was recorded with another body`);
   }
 }
 

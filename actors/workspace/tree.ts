@@ -15,9 +15,9 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { FileMode } from '../formats/awscapt2/file-package.ts';
-import { sortByPath } from '../formats/awscapt2/repository-path.ts';
-import { SandlotError } from '../lib/errors.ts';
+import type { FileMode } from '../../formats/awscapt2/file-package.ts';
+import { sortByPath } from '../../formats/awscapt2/repository-path.ts';
+import { problemClass } from '../../lib/errors.ts';
 
 export const WORKSPACE_TREE_FORMAT = 'sandlot-workspace-tree-v1';
 
@@ -35,11 +35,11 @@ export interface WorkspaceTreeDigest {
   byteCount: number;
 }
 
-export class WorkspaceTreeRefusedError extends SandlotError {
-  readonly code = 'workspace-tree-refused';
-  readonly status = 409;
-  readonly title = 'Workspace tree refused';
-}
+export class WorkspaceTreeRefusedError extends problemClass({
+  code: 'workspace-tree-refused',
+  status: 409,
+  title: 'Workspace tree refused',
+}) {}
 
 /** The digest of entries already read (in any order): the one place the canonical text is made. */
 export function digestOfEntries(entries: readonly WorkspaceTreeEntry[]): WorkspaceTreeDigest {

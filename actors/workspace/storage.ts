@@ -4,9 +4,10 @@
 //
 // Order matters only for which failure names the problem: every failing check is listed, except
 // after a cluster mismatch, where nothing was read to judge.
-import type { PinnedVolume, StorageBinding } from '../store/workspace-bindings.ts';
-import { ActorError } from './errors.ts';
-import type { StorageClaimRef, StorageEvidence, StorageSelection, WorkspaceVolumeRef } from './ports.ts';
+import { problemClass } from '../../lib/errors.ts';
+import type { PinnedVolume, StorageBinding } from '../../store/workspace-bindings.ts';
+import { ActorError } from '../errors.ts';
+import type { StorageClaimRef, StorageEvidence, StorageSelection, WorkspaceVolumeRef } from '../ports.ts';
 
 export const storageCheckCodes = [
   'workspace-cluster-mismatch',
@@ -220,17 +221,17 @@ export const partlyPinned = (binding: StorageBinding | null): boolean =>
   binding.mountOptions === null;
 
 /** Storage does not hold what the Workspace record says: nothing was reserved or dispatched. */
-export class WorkspaceStorageRefusedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Workspace storage refused';
-
+export class WorkspaceStorageRefusedError extends problemClass(
+  { status: 409, title: 'Workspace storage refused' },
+  ActorError,
+) {
   constructor(
     readonly volumeId: string,
     readonly failures: readonly StorageCheckFailure[],
   ) {
     const first = failures[0];
     if (first === undefined) throw new TypeError('a storage refusal needs at least one failed check');
-    super(first.code, `workspace volume ${volumeId}: ${failures.map((f) => f.message).join('; ')}`);
+    super(`workspace volume ${volumeId}: ${failures.map((f) => f.message).join('; ')}`, { code: first.code });
   }
 
   override get extensions() {
@@ -239,19 +240,16 @@ export class WorkspaceStorageRefusedError extends ActorError {
 }
 
 /** Storage could not be read (the port threw): no verdict either way, so nothing is reserved. */
-export class WorkspaceStorageUnavailableError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Workspace storage unavailable';
-
+export class WorkspaceStorageUnavailableError extends problemClass(
+  { code: 'workspace-storage-unavailable', status: 503, title: 'Workspace storage unavailable' },
+  ActorError,
+) {
   constructor(volumeId: string, cause: unknown) {
     const code =
       typeof cause === 'object' && cause !== null && typeof (cause as { code?: unknown }).code === 'string'
         ? ` (${(cause as { code: string }).code})`
         : '';
-    super(
-      'workspace-storage-unavailable',
-      `the storage of workspace volume ${volumeId} cannot be checked now: it did not answer${code}`,
-    );
+    super(`the storage of workspace volume ${volumeId} cannot be checked now: it did not answer${code}`);
     this.cause = cause;
   }
 }

@@ -8,8 +8,8 @@
 // never a silent accept; an answer that never came is AgentHostUnavailableError (outcome unknown).
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { SandlotError } from '../lib/errors.ts';
-import { bindingDifference, hostBindingOf, hostBindingSchema, type HostBinding } from './agenthost-flush.ts';
+import { problemClass } from '../../lib/errors.ts';
+import { bindingDifference, hostBindingOf, hostBindingSchema, type HostBinding } from './flush.ts';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 const count = z.number().int().nonnegative();
@@ -122,11 +122,11 @@ export const activationRefusalSchema = z.strictObject({
 export type ActivationRefusalReason = ActivationRefusalCode | 'receipt-malformed' | 'receipt-mismatch';
 
 /** `reason` is a fixed code; the message names the field, never response content. */
-export class AgentHostActivationRefusedError extends SandlotError {
-  readonly code = 'agenthost-activation-refused';
-  readonly status = 409;
-  readonly title = 'AgentHost activation refused';
-
+export class AgentHostActivationRefusedError extends problemClass({
+  code: 'agenthost-activation-refused',
+  status: 409,
+  title: 'AgentHost activation refused',
+}) {
   constructor(
     readonly reason: ActivationRefusalReason,
     message: string,

@@ -10,21 +10,21 @@
 // and a runtime profile it names must still be this lease's at its current endpoint;
 // without one (sandbox-host), the provider's exact fresh describe must report it (its host-signed
 // result carries the guest's explicit signal), and `started` alone is NotConfigured. A check the
-// lease's provider does not advertise the capability for (actors/provider-applicability.ts: no Pod
+// lease's provider does not advertise the capability for (actors/sandbox/provider-applicability.ts: no Pod
 // network, no Workspace volume) is True with reason NotApplicable, saying which capability is
 // missing; its port is not asked. The status enum is the same for every provider.
 import { z } from 'zod';
-import { workspaceMountSchema, type WorkspaceMount } from '../machines/environment-events.ts';
-import type { LeaseRow } from '../store/leases.ts';
-import type { VolumeRow } from '../store/workspaces.ts';
-import type { AgentHostEndpoint, AgentHostReadiness, AgentHostTarget } from './ports.ts';
+import { workspaceMountSchema, type WorkspaceMount } from '../../machines/environment-events.ts';
+import type { LeaseRow } from '../../store/leases.ts';
+import type { VolumeRow } from '../../store/workspaces.ts';
+import type { AgentHostEndpoint, AgentHostReadiness, AgentHostTarget } from '../ports.ts';
 import type { ProfileEvidence } from './readiness-profile.ts';
 import {
   recordedApplicability,
   requiredCapability,
   type ProviderApplicability,
 } from './provider-applicability.ts';
-import type { Observation } from './sandbox-observe.ts';
+import type { Observation } from './observe.ts';
 
 export const readinessConditionTypes = [
   'LeaseCurrent',

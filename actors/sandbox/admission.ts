@@ -5,20 +5,21 @@
 // generation is the project's verified current one, asked afresh of the NetworkPolicyVerifier port
 // (the embedded table, or the Cilium policies read back from Kubernetes). The storage readback and
 // the network policy check are made only for a provider whose capabilities call for them
-// (actors/provider-applicability.ts); the Workspace record checks always are.
-import type { ProviderIdentity } from '../providers/provider.ts';
-import type { Queryable } from '../store/db.ts';
-import type { EnvironmentRow } from '../store/environments.ts';
-import { pinStorageBinding, readStorageBinding } from '../store/workspace-bindings.ts';
-import { readVerifiedFlushGenerations } from '../store/workspace-flushes.ts';
-import { EmbeddedWorkspaceStorage } from '../store/workspace-storage.ts';
-import { readVolume } from '../store/workspaces.ts';
+// (actors/sandbox/provider-applicability.ts); the Workspace record checks always are.
+import { problemClass } from '../../lib/errors.ts';
+import type { ProviderIdentity } from '../../providers/provider.ts';
+import type { Queryable } from '../../store/db.ts';
+import type { EnvironmentRow } from '../../store/environments.ts';
+import { pinStorageBinding, readStorageBinding } from '../../store/workspace-bindings.ts';
+import { readVerifiedFlushGenerations } from '../../store/workspace-flushes.ts';
+import { EmbeddedWorkspaceStorage } from '../../store/workspace-storage.ts';
+import { readVolume } from '../../store/workspaces.ts';
 import {
   ActorError,
   NetworkPolicyUnverifiedError,
   ProviderSelectionError,
   WorkspaceConflictError,
-} from './errors.ts';
+} from '../errors.ts';
 import type {
   LeaseProviderRecord,
   NetworkPolicyVerdict,
@@ -28,7 +29,7 @@ import type {
   StorageEvidence,
   WorkspaceStorage,
   WorkspaceVolumeRef,
-} from './ports.ts';
+} from '../ports.ts';
 import {
   bindingOf,
   checkStorageEvidence,
@@ -36,7 +37,7 @@ import {
   WorkspaceStorageRefusedError,
   WorkspaceStorageUnavailableError,
   type StorageCheckFailure,
-} from './workspace-storage.ts';
+} from '../workspace/storage.ts';
 
 const identityFields = [
   'providerId',
@@ -89,7 +90,7 @@ const STORAGE_TIMEOUT_MS = 5_000;
  * The Workspace record, then its storage: the volume is this Environment's, at exactly the requested
  * generations and Available (WorkspaceConflictError), and storage, read back afresh through the
  * port where `lease` (what the new lease will record) says its objects live, holds exactly the
- * pinned PVC and its bound PV for that generation (actors/workspace-storage.ts).
+ * pinned PVC and its bound PV for that generation (actors/workspace/storage.ts).
  * The first verified admission pins the storage binding every later one is compared with. Runs before
  * the lease is reserved, so a refusal reserves and dispatches nothing.
  */
@@ -184,19 +185,16 @@ async function inspectStorage(
  * policies, say): nothing can be concluded, so the request is refused as unavailable (503), never
  * passed as verified nor reported as unverified.
  */
-export class NetworkPolicyUnavailableError extends ActorError {
-  override readonly status = 503;
-  override readonly title = 'Network policy unavailable';
-
+export class NetworkPolicyUnavailableError extends problemClass(
+  { code: 'network-policy-unavailable', status: 503, title: 'Network policy unavailable' },
+  ActorError,
+) {
   constructor(generation: number, cause: unknown) {
     const code =
       typeof cause === 'object' && cause !== null && typeof (cause as { code?: unknown }).code === 'string'
         ? ` (${(cause as { code: string }).code})`
         : '';
-    super(
-      'network-policy-unavailable',
-      `network policy generation ${generation} cannot be verified now: its source did not answer${code}`,
-    );
+    super(`network policy generation ${generation} cannot be verified now: its source did not answer${code}`);
     this.cause = cause;
   }
 }

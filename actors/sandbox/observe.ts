@@ -4,11 +4,11 @@
 // tells the machine what changed (a new phase, or a finished run, which retires placement).
 // Inspection awaits it with a bounded wait; the periodic observer uses it for every Active lease.
 import { z } from 'zod';
-import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import { readOpenDescribe, type AttemptRow } from '../store/attempts.ts';
-import type { LeaseRow } from '../store/leases.ts';
-import type { AttemptRunner } from './ports.ts';
-import type { ActorRuntime, CommitContext } from './runtime.ts';
+import type { EnvironmentEvent } from '../../machines/environment-events.ts';
+import { readOpenDescribe, type AttemptRow } from '../../store/attempts.ts';
+import type { LeaseRow } from '../../store/leases.ts';
+import type { AttemptRunner } from '../ports.ts';
+import type { ActorRuntime, CommitContext } from '../runtime.ts';
 
 export interface Observation {
   exact: boolean;

@@ -1,9 +1,9 @@
 // What callers see of a lease: fences, state and placement; never provider options or credentials.
 // The schema is the single definition: the HTTP layer names it for OpenAPI, the type is inferred.
 import { z } from 'zod';
-import { isCurrentLeaseState } from '../machines/environment-context.ts';
-import { workspaceMountSchema } from '../machines/environment-events.ts';
-import type { LeaseRow } from '../store/leases.ts';
+import { isCurrentLeaseState } from '../../machines/environment-context.ts';
+import { workspaceMountSchema } from '../../machines/environment-events.ts';
+import type { LeaseRow } from '../../store/leases.ts';
 
 export const leaseViewSchema = z.object({
   environmentId: z.string(),

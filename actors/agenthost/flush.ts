@@ -5,7 +5,7 @@
 // flush that were asked for; anything else is a refusal with a reason, never a silent accept. An
 // answer that never came is not a verdict: that is AgentHostUnavailableError.
 import { z } from 'zod';
-import { SandlotError } from '../lib/errors.ts';
+import { problemClass } from '../../lib/errors.ts';
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 const count = z.number().int().nonnegative();
@@ -127,11 +127,11 @@ export const hostRefusalSchema = z.strictObject({
 export type RefusalReason = HostRefusalCode | 'receipt-malformed' | 'receipt-mismatch';
 
 /** `reason` is a fixed code; the message names the field, never response content. */
-export class AgentHostFlushRefusedError extends SandlotError {
-  readonly code = 'agenthost-flush-refused';
-  readonly status = 409;
-  readonly title = 'AgentHost flush refused';
-
+export class AgentHostFlushRefusedError extends problemClass({
+  code: 'agenthost-flush-refused',
+  status: 409,
+  title: 'AgentHost flush refused',
+}) {
   constructor(
     readonly reason: RefusalReason,
     message: string,
@@ -144,11 +144,11 @@ export class AgentHostFlushRefusedError extends SandlotError {
   }
 }
 
-export class AgentHostWorkspaceResumeRefusedError extends SandlotError {
-  readonly code = 'agenthost-workspace-resume-refused';
-  readonly status = 409;
-  readonly title = 'AgentHost Workspace resume refused';
-
+export class AgentHostWorkspaceResumeRefusedError extends problemClass({
+  code: 'agenthost-workspace-resume-refused',
+  status: 409,
+  title: 'AgentHost Workspace resume refused',
+}) {
   constructor(
     readonly reason: RefusalReason,
     message: string,
@@ -162,11 +162,11 @@ export class AgentHostWorkspaceResumeRefusedError extends SandlotError {
 }
 
 /** `reason` is a transport code or a fixed phrase, never response content: caller-safe. */
-export class AgentHostUnavailableError extends SandlotError {
-  readonly code = 'agenthost-unavailable';
-  readonly status = 503;
-  readonly title = 'AgentHost unavailable';
-
+export class AgentHostUnavailableError extends problemClass({
+  code: 'agenthost-unavailable',
+  status: 503,
+  title: 'AgentHost unavailable',
+}) {
   constructor(
     readonly reason: string,
     message: string,

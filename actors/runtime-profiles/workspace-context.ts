@@ -14,19 +14,20 @@
 // Nothing is written and nothing outside PostgreSQL is asked: no provider, Storage or Host call,
 // no flush, no content checkpoint, no tree hash. A context proves neither Workspace content nor a
 // suspended session. The answer carries no provider option, credential or PVC release descriptor.
-import type { Database, Queryable } from '../store/db.ts';
-import { lockEnvironment, readEnvironment, type EnvironmentRow } from '../store/environments.ts';
-import { readCurrentLease, type LeaseRow } from '../store/leases.ts';
-import type { ProfileMappingRow } from '../store/runtime-profiles.ts';
-import { readStorageBinding, type StorageBinding } from '../store/workspace-bindings.ts';
-import { readVolume, type VolumeRow } from '../store/workspaces.ts';
-import { ActorError } from './errors.ts';
-import { Guard, type AuthorityDeps } from './guard.ts';
-import type { EnvironmentAddress } from './owned.ts';
-import type { PlacementCaller } from './placement.ts';
-import { mapsLease } from './runtime-profile-current.ts';
-import { EnvironmentNotActiveError, RuntimeProfileStaleError } from './runtime-profile-errors.ts';
-import { isExpired, recordedRequestOf, type RecordedRequest } from './sandbox-readiness.ts';
+import { problemClass } from '../../lib/errors.ts';
+import type { Database, Queryable } from '../../store/db.ts';
+import { lockEnvironment, readEnvironment, type EnvironmentRow } from '../../store/environments.ts';
+import { readCurrentLease, type LeaseRow } from '../../store/leases.ts';
+import type { ProfileMappingRow } from '../../store/runtime-profiles.ts';
+import { readStorageBinding, type StorageBinding } from '../../store/workspace-bindings.ts';
+import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
+import { ActorError } from '../errors.ts';
+import { Guard, type AuthorityDeps } from '../guard.ts';
+import type { EnvironmentAddress } from '../owned.ts';
+import type { PlacementCaller } from '../sandbox/placement.ts';
+import { mapsLease } from './current.ts';
+import { EnvironmentNotActiveError, RuntimeProfileStaleError } from './errors.ts';
+import { isExpired, recordedRequestOf, type RecordedRequest } from '../sandbox/readiness.ts';
 
 export interface RuntimeWorkspaceContext {
   environmentId: string;
@@ -66,14 +67,15 @@ export interface RuntimeWorkspaceContextDeps extends AuthorityDeps {
 }
 
 /** The current lease is not the one the profile maps (any more); nothing was answered. */
-export class RuntimeWorkspaceLeaseChangedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Runtime Workspace lease changed';
+export class RuntimeWorkspaceLeaseChangedError extends problemClass(
+  { code: 'runtime-workspace-lease-changed', status: 409, title: 'Runtime Workspace lease changed' },
+  ActorError,
+) {
   constructor(
     readonly reason: 'no-lease' | 'not-active' | 'expired' | 'another-lease' | 'recovery-record-invalid',
     message: string,
   ) {
-    super('runtime-workspace-lease-changed', message);
+    super(message);
   }
 
   override get extensions() {
@@ -82,16 +84,17 @@ export class RuntimeWorkspaceLeaseChangedError extends ActorError {
 }
 
 /** The Workspace record is not Attached to the mapped lease exactly as its request recorded. */
-export class RuntimeWorkspaceNotAttachedError extends ActorError {
-  override readonly status = 409;
-  override readonly title = 'Runtime Workspace not attached';
+export class RuntimeWorkspaceNotAttachedError extends problemClass(
+  { code: 'runtime-workspace-not-attached', status: 409, title: 'Runtime Workspace not attached' },
+  ActorError,
+) {
   constructor(
     readonly reason:
       'volume-missing' | 'detached' | 'another-lease' | 'generation-mismatch' | 'storage-unbound',
     readonly volumeId: string,
     message: string,
   ) {
-    super('runtime-workspace-not-attached', message);
+    super(message);
   }
 
   override get extensions() {

@@ -1,8 +1,8 @@
 // The embedded network policy owner's write side, over the append-only network_policies table that
 // TableNetworkPolicies (store/network-policies.ts) verifies from: the stored policy of the source
 // generation is copied row to row, and its policy_hash is the rules' digest.
-import { copyNetworkPolicy } from '../store/network-policies.ts';
-import type { Queryable } from '../store/db.ts';
+import { copyNetworkPolicy } from '../../store/network-policies.ts';
+import type { Queryable } from '../../store/db.ts';
 import {
   generationPairProblem,
   type NetworkPolicyReapply,

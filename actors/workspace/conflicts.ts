@@ -3,7 +3,7 @@
 // the transition commits, this listener logs a warning and counts it. The row is what the read
 // route, the inspection and `sandlot audit` show; the note only reports the moment it was found.
 import type { Logger } from 'pino';
-import type { CommitListener } from './runtime.ts';
+import type { CommitListener } from '../runtime.ts';
 
 export const WORKSPACE_CONFLICT_NOTE = 'workspace-conflict';
 

@@ -5,12 +5,12 @@
 // is the same for the same placement and differs as soon as the Pod or the Service does. The copy is
 // the source profile with exactly two members replaced, `profileId` and `configureEndpoint`.
 import { createHash } from 'node:crypto';
-import type { AgentHostConfiguration, ProfileDocument } from '../config/agenthost.ts';
-import { base32 } from '../lib/base32.ts';
-import { canonicalJson, sha256Hex } from '../lib/canonical-json.ts';
-import type { NewProfileMapping } from '../store/runtime-profiles.ts';
-import type { PlacementProjection } from './placement-view.ts';
-import type { AgentHostEndpoint } from './ports.ts';
+import type { AgentHostConfiguration, ProfileDocument } from '../../config/agenthost.ts';
+import { base32 } from '../../lib/base32.ts';
+import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
+import type { NewProfileMapping } from '../../store/runtime-profiles.ts';
+import type { PlacementProjection } from '../sandbox/placement-view.ts';
+import type { AgentHostEndpoint } from '../ports.ts';
 
 /** The AgentHost's HTTPS port (providers/agent-sandbox/agent-host-profile.ts). */
 export const AGENT_HOST_PORT = 8443;

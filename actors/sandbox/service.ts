@@ -2,32 +2,32 @@
 // WriteProjects and ReadRunSelection before the run selection is read or a provider contacted, and
 // asks again inside the transaction of every commit and after its last read or wait before it
 // answers (Guard): once per moment, not once per step.
-import type { EnvironmentContext, RenewalContext } from '../machines/environment-context.ts';
-import type { EnvironmentEvent } from '../machines/environment-events.ts';
-import type { SandboxProvider } from '../providers/provider.ts';
-import { readAttempt, readAttemptsOfOperation, type AttemptRow } from '../store/attempts.ts';
-import { readCleanup, readCleanupsOf, type CleanupRow } from '../store/cleanups.ts';
-import { readEnvironment, type EnvironmentRow } from '../store/environments.ts';
+import type { EnvironmentContext, RenewalContext } from '../../machines/environment-context.ts';
+import type { EnvironmentEvent } from '../../machines/environment-events.ts';
+import type { SandboxProvider } from '../../providers/provider.ts';
+import { readAttempt, readAttemptsOfOperation, type AttemptRow } from '../../store/attempts.ts';
+import { readCleanup, readCleanupsOf, type CleanupRow } from '../../store/cleanups.ts';
+import { readEnvironment, type EnvironmentRow } from '../../store/environments.ts';
 import {
   readCurrentLease,
   readLatestLease,
   readLeaseByKey,
   readLeaseByOperation,
   type LeaseRow,
-} from '../store/leases.ts';
-import { profileRecordOf, type BuildTestProfileRef } from './build-test/lease-profile.ts';
-import { claimCleanup, claimTtlMs, cleanupView, nextClaimable, type CleanupView } from './cleanups.ts';
-import { operationIdOf, ownerHashOf } from './environment-id.ts';
+} from '../../store/leases.ts';
+import { profileRecordOf, type BuildTestProfileRef } from '../build-test/lease-profile.ts';
+import { claimCleanup, claimTtlMs, cleanupView, nextClaimable, type CleanupView } from '../cleanups.ts';
+import { operationIdOf, ownerHashOf } from '../environment-id.ts';
 import {
   ActorError,
   LeaseConflictError,
   LeaseNotFoundError,
   RunSelectionChangedError,
   StaleLeaseFenceError,
-} from './errors.ts';
-import { Guard } from './guard.ts';
-import type { EnvironmentAddress } from './owned.ts';
-import type { Caller, Permission, WorkspaceStorage } from './ports.ts';
+} from '../errors.ts';
+import { Guard } from '../guard.ts';
+import type { EnvironmentAddress } from '../owned.ts';
+import type { Caller, Permission, WorkspaceStorage } from '../ports.ts';
 import { providerApplicability } from './provider-applicability.ts';
 import {
   networkPolicyVerified,
@@ -35,21 +35,21 @@ import {
   verifyNetworkPolicy,
   verifyWorkspace,
   verifyWorkspaceRecord,
-} from './sandbox-admission.ts';
-import { isExpired } from './sandbox-readiness.ts';
-import { leaseView, type LeaseView } from './sandbox-view.ts';
+} from './admission.ts';
+import { isExpired } from './readiness.ts';
+import { leaseView, type LeaseView } from './view.ts';
 import {
   SandboxInspection,
   currentOrLatestLease,
   type InspectionDeps,
   type Readiness,
-} from './sandbox-inspection.ts';
+} from './inspection.ts';
 
-import type { WaitOptions } from './wait.ts';
+import type { WaitOptions } from '../wait.ts';
 
 export type { Readiness };
 
-/** The inspection's dependencies (actors/sandbox-inspection.ts), and what admission needs besides. */
+/** The inspection's dependencies (actors/sandbox/inspection.ts), and what admission needs besides. */
 export interface SandboxDeps extends InspectionDeps {
   /** What the configured provider advertises; its calls go through `runner` only. */
   provider: Pick<SandboxProvider, 'identity' | 'optionsSnapshot'>;
@@ -211,7 +211,7 @@ export class SandboxService {
     return guard.after(() => currentOrLatestLease(this.deps.db, env));
   }
 
-  /** The lease and its readiness for dispatch (actors/sandbox-inspection.ts). */
+  /** The lease and its readiness for dispatch (actors/sandbox/inspection.ts). */
   inspect(
     caller: Caller,
     address: EnvironmentAddress,

@@ -5,20 +5,20 @@
 //
 // It also keeps a real Workspace tree on disk, one directory per Workspace volume under its state
 // directory, so a flush and a later resume can be checked by content. A flush writes the Host's
-// native cache into that tree, hashes it (workspace-tree.ts) and records the receipt in its own
+// native cache into that tree, hashes it (actors/workspace/tree.ts) and records the receipt in its own
 // table (migration 0016), so a replay of the same flush operation answers the saved receipt; the
-// receipt names the session journal boundary the flush closed on (agenthost-embedded-journal.ts).
+// receipt names the session journal boundary the flush closed on (embedded-journal.ts).
 // Its Host side (`hostFlush`, `hostWorkspaceResume`) answers as a Host would on the wire, so a
 // stand-in HTTPS Host can serve it; its port side checks those answers exactly as the HTTPS client does.
 //
 // Resume activation and session state (`hostActivate`, `hostSessionState`) keep their logic in
-// agenthost-embedded-activation.ts, on their own table (migration 0021); the same levers apply.
+// embedded-activation.ts, on their own table (migration 0021); the same levers apply.
 import { createHash } from 'node:crypto';
 import { mkdir, open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Queryable } from '../store/db.ts';
-import { readLeaseByOperation } from '../store/leases.ts';
+import type { Queryable } from '../../store/db.ts';
+import { readLeaseByOperation } from '../../store/leases.ts';
 import {
   AgentHostActivationRefusedError,
   activationRequestBody,
@@ -28,15 +28,15 @@ import {
   type AgentHostActivationReceipt,
   type AgentHostSessionState,
   type SessionStateRequestBody,
-} from './agenthost-activation.ts';
+} from './activation.ts';
 import {
   hostActivate,
   hostSessionState,
   loseSessions,
   type ActivationHostAnswer,
   type ActivationHostSide,
-} from './agenthost-embedded-activation.ts';
-import { boundaryOfFlush } from './agenthost-embedded-journal.ts';
+} from './embedded-activation.ts';
+import { boundaryOfFlush } from './embedded-journal.ts';
 import {
   AgentHostFlushRefusedError,
   AgentHostUnavailableError,
@@ -52,7 +52,7 @@ import {
   type HostBinding,
   type HostRefusalCode,
   type WorkspaceResumeRequestBody,
-} from './agenthost-flush.ts';
+} from './flush.ts';
 import type {
   AgentHost,
   AgentHostActivationRequest,
@@ -62,8 +62,8 @@ import type {
   AgentHostWorkspaceBinding,
   AgentHostWorkspaceResumeRequest,
   LiveProbeResult,
-} from './ports.ts';
-import { hashWorkspaceTree, WorkspaceTreeRefusedError } from './workspace-tree.ts';
+} from '../ports.ts';
+import { hashWorkspaceTree, WorkspaceTreeRefusedError } from '../workspace/tree.ts';
 
 type Configured = Extract<AgentHostReadiness, { configured: true }>;
 /** What an explicit configuration may say differently from the lease (to test a wrong Host). */

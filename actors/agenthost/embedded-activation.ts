@@ -5,12 +5,12 @@
 // Active session per lease (partial unique index), so a second attempt beside it is
 // `session-active`. Losing a session (a restarted Host) marks the row, never deletes it: the
 // session then reads Missing and a new attempt may activate. Recovery is the native cache the
-// Workspace holds, else a rebuild from the saved journal (agenthost-embedded-journal.ts) to the
+// Workspace holds, else a rebuild from the saved journal (embedded-journal.ts) to the
 // boundary the flush of this data generation saved, else a refusal (`journal-unavailable`).
 import { createHash } from 'node:crypto';
 import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../../store/db.ts';
 import {
   configurationMatches,
   type ActivationRecovery,
@@ -19,9 +19,9 @@ import {
   type AgentHostActivationReceipt,
   type AgentHostSessionState,
   type SessionStateRequestBody,
-} from './agenthost-activation.ts';
-import { rebuildJournal } from './agenthost-embedded-journal.ts';
-import { bindingDifference, hostBindingSchema, type HostBinding } from './agenthost-flush.ts';
+} from './activation.ts';
+import { rebuildJournal } from './embedded-journal.ts';
+import { bindingDifference, hostBindingSchema, type HostBinding } from './flush.ts';
 
 /** What the Host side needs of the embedded Host: its table, what it holds, its Workspace trees. */
 export interface ActivationHostSide {
