@@ -1,13 +1,13 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { migrateFor } from '../../cli/migrations.ts';
 import { migrateSimulated, SIMULATED_MIGRATIONS } from '../../providers/simulated/migrate.ts';
 import type { Database } from '../../store/db.ts';
 import { MigrationChecksumError, MigrationFailedError, MigrationFileNameError } from '../../store/errors.ts';
 import { listMigrations, migrate } from '../../store/migrate.ts';
-import { backends, isolatedPostgres, openBackend, type BackendHandle } from '../support/databases.ts';
+import { backends, isolatedPostgres, reusableBackend, type BackendHandle } from '../support/databases.ts';
 
 const REPO_TABLES = ['environments', 'environment_journal', 'outbox', 'project_grants', 'run_selections'];
 
@@ -24,11 +24,13 @@ async function ledger(db: Database): Promise<{ version: number; name: string }[]
 }
 
 describe.each(backends)('migrate on %s', (backend) => {
+  // Each case starts on an empty database (PGlite's emptied, not restarted: see reusableBackend).
+  const backends_ = reusableBackend(backend);
   let handle: BackendHandle;
   let directory: string;
 
   beforeEach(async () => {
-    handle = await openBackend(backend);
+    handle = await backends_.open();
     directory = await mkdtemp(join(tmpdir(), 'sandlot-migrations-'));
   });
 
@@ -36,6 +38,8 @@ describe.each(backends)('migrate on %s', (backend) => {
     await handle.close();
     await rm(directory, { recursive: true, force: true });
   });
+
+  afterAll(() => backends_.close());
 
   async function write(files: Record<string, string>): Promise<void> {
     for (const [name, sql] of Object.entries(files)) await writeFile(join(directory, name), sql);
@@ -110,11 +114,13 @@ describe.each(backends)('migrate on %s', (backend) => {
 });
 
 describe.each(backends)('migration sets on %s', (backend) => {
+  // Each case starts on an empty database (PGlite's emptied, not restarted: see reusableBackend).
+  const backends_ = reusableBackend(backend);
   let handle: BackendHandle;
   let directory: string;
 
   beforeEach(async () => {
-    handle = await openBackend(backend);
+    handle = await backends_.open();
     directory = await mkdtemp(join(tmpdir(), 'sandlot-migrations-'));
   });
 
@@ -122,6 +128,8 @@ describe.each(backends)('migration sets on %s', (backend) => {
     await handle.close();
     await rm(directory, { recursive: true, force: true });
   });
+
+  afterAll(() => backends_.close());
 
   const simulatedLedger = async (db: Database) =>
     (await db.query<{ name: string }>(`SELECT name FROM ${SIMULATED_MIGRATIONS.ledger} ORDER BY version`))

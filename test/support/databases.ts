@@ -57,3 +57,34 @@ export async function openBackend(name: BackendName): Promise<BackendHandle> {
   const db = iso.open();
   return { db, second: () => iso.open(), close: () => iso.drop() };
 }
+
+export interface ReusableBackend {
+  /** A handle on an empty database: the first call opens one, later calls empty it again. */
+  open(): Promise<BackendHandle>;
+  /** Closes what `open` kept (in afterAll). */
+  close(): Promise<void>;
+}
+
+/**
+ * Like `openBackend` for a file whose cases each want an empty database, at less cost for PGlite:
+ * starting PGlite (compiling its WASM and running initdb) takes seconds on a busy machine, so one
+ * instance serves the file and each `open` after the first drops and recreates the `public` schema,
+ * where every migration (core and simulated) puts its tables, functions, sequences and ledgers.
+ * PostgreSQL already gets a fresh schema per `open` cheaply, so it opens one each time as before.
+ */
+export function reusableBackend(name: BackendName): ReusableBackend {
+  if (name === 'postgres') return { open: () => openBackend(name), close: () => Promise.resolve() };
+  let pglite: Database | null = null;
+  return {
+    async open() {
+      if (pglite === null) pglite = await createPgliteDatabase();
+      else await pglite.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
+      const db = pglite;
+      return { db, second: () => db, close: () => Promise.resolve() };
+    },
+    async close() {
+      await pglite?.close();
+      pglite = null;
+    },
+  };
+}
