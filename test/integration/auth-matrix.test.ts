@@ -23,6 +23,7 @@ import {
   type Harness,
 } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
+import { tableCounts } from '../support/table-fingerprint.ts';
 
 /** Claims to sign; `sub: undefined` leaves the subject out. */
 type Claims = Record<string, unknown>;
@@ -358,16 +359,8 @@ function restoredWorkspace(s: Scenario, operationId: string) {
   };
 }
 
-async function tables(db: Database): Promise<string> {
-  const { rows } = await db.query<{ name: string }>(
-    `SELECT table_name AS name FROM information_schema.tables
-      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
-  );
-  const sql = rows
-    .map(({ name }) => `SELECT '${name}' AS t, count(*)::int AS n FROM "${name}"`)
-    .join(' UNION ALL ');
-  return JSON.stringify((await db.query(sql)).rows);
-}
+/** Every table's row count, as one comparable string. */
+const tables = async (db: Database) => JSON.stringify(await tableCounts(db));
 
 const now = () => Math.floor(Date.now() / 1000);
 

@@ -5,29 +5,15 @@
 // is not canonical decimal digits, are always 400. Set SANDLOT_FUZZ_SEED to replay a failing run.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../store/db.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
 import { commandRequestFor, routeAcknowledgment } from '../support/build-test-commands.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, type Scenario } from '../support/sandbox-flow.ts';
+import { tableContents } from '../support/table-fingerprint.ts';
 
 const RUNS = 60;
 const seed =
   process.env['SANDLOT_FUZZ_SEED'] === undefined ? {} : { seed: Number(process.env['SANDLOT_FUZZ_SEED']) };
-
-async function tables(db: Database): Promise<string> {
-  const { rows } = await db.query<{ name: string }>(
-    `SELECT table_name AS name FROM information_schema.tables
-      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
-  );
-  const sql = rows
-    .map(
-      ({ name }) =>
-        `SELECT '${name}' AS t, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS h FROM "${name}" x`,
-    )
-    .join(' UNION ALL ');
-  return JSON.stringify((await db.query(sql)).rows);
-}
 
 const nasty = fc.constantFrom(
   '\u0000',
@@ -240,7 +226,7 @@ describe('fuzzed routes', () => {
     route: Route,
     options: { path?: string; body?: unknown; contentType?: string; token?: string },
   ): Promise<void> {
-    const before = await tables(h.db);
+    const before = await tableContents(h.db);
     const res = await h.request(route.method, options.path ?? route.path(params), {
       token: options.token ?? s.token,
       ...(options.body === undefined ? {} : { body: options.body }),
@@ -249,7 +235,7 @@ describe('fuzzed routes', () => {
     expect(res.status, `${route.name}: ${await res.clone().text()}`).toBeLessThan(500);
     if (res.status >= 400) {
       expect(res.headers.get('content-type')).toBe('application/problem+json');
-      expect(await tables(h.db), `${route.name} answered ${res.status} but changed rows`).toBe(before);
+      expect(await tableContents(h.db), `${route.name} answered ${res.status} but changed rows`).toBe(before);
     }
   }
 
@@ -288,7 +274,7 @@ describe('fuzzed routes', () => {
 
   /** Sends, and checks the answer is a 400 about the query parameter `name`, which changed nothing. */
   async function refusedQuery(route: Route, path: string, name: string): Promise<void> {
-    const before = await tables(h.db);
+    const before = await tableContents(h.db);
     const body = route.body?.(s, params['operationId']!);
     const res = await h.request(route.method, path, {
       token: s.token,
@@ -300,7 +286,7 @@ describe('fuzzed routes', () => {
     const problem = JSON.parse(text) as { type: string; errors?: { location: string; path: string }[] };
     expect(problem.type).toBe('urn:sandlot:problem:invalid-request');
     expect(problem.errors?.[0]).toMatchObject({ location: 'query', path: name });
-    expect(await tables(h.db), `${route.name} answered 400 but changed rows`).toBe(before);
+    expect(await tableContents(h.db), `${route.name} answered 400 but changed rows`).toBe(before);
   }
 
   it.each(routes)('$name: a query parameter the route does not declare', async (route) => {

@@ -9,23 +9,10 @@ import { serve } from '@hono/node-server';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES, MAX_INT32 } from '../../lib/limits.ts';
-import type { Database } from '../../store/db.ts';
 import { isolatedPostgres, type IsolatedPostgres } from '../support/databases.ts';
 import { audience, buildHarness, issuer, type Harness } from '../support/harness.ts';
 import { provisionBody, setupScenario, type Scenario } from '../support/sandbox-flow.ts';
-
-async function tableCounts(db: Database): Promise<Record<string, number>> {
-  const { rows } = await db.query<{ name: string }>(
-    `SELECT table_name AS name FROM information_schema.tables
-      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
-  );
-  const counts: Record<string, number> = {};
-  for (const { name } of rows) {
-    const result = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${name}"`);
-    counts[name] = result.rows[0]?.n ?? -1;
-  }
-  return counts;
-}
+import { tableCounts } from '../support/table-fingerprint.ts';
 
 /** A policy body nested `depth` levels deep, as text (JSON.stringify would overflow first). */
 const nestedPolicy = (depth: number) => `{"policy":${'{"a":'.repeat(depth)}"leaf"${'}'.repeat(depth)}}`;
