@@ -11,8 +11,10 @@
 //
 // Then the build and `npm start`: the tsc emit the build used before (`tsc -p tsconfig.build.json`)
 // against the esbuild build (scripts/build.ts), each into a scratch directory, alternating; and
-// `npm start -- --port 0` on a current dist/ (its prestart only checks the stamp) to /readyz, against
-// what `npm start` cost before (the tsc build, then serve from dist/: the two medians added).
+// `npm start -- --port 0` on a current dist/ (scripts/start.mjs only checks the stamp) to /readyz,
+// against what `npm start` cost before (the tsc build, then serve from dist/: the two medians added).
+// With BENCH_COMPARE_TREE=<dir> (a checkout of an earlier commit, with its node_modules), `npm start`
+// there is built once and then timed alternately with this checkout's, for a side-by-side ratio.
 //
 // Settings (environment): BENCH_RUNS (7 per entry and mode), BENCH_BUILD_RUNS (3 per build), BENCH_MODES (embedded,production):
 // embedded is PGlite under a throw-away data directory; production is PostgreSQL (TEST_DATABASE_URL,
@@ -72,9 +74,9 @@ async function serveOnce(argv: string[], env: NodeJS.ProcessEnv): Promise<Sample
   return readyOnce(process.execPath, [...argv, 'serve', '--port', '0'], env);
 }
 
-/** `npm start` on this checkout (prestart, then serve from dist/), to /readyz. */
-async function npmStartOnce(env: NodeJS.ProcessEnv): Promise<number> {
-  return (await readyOnce('npm', ['start', '--silent', '--', '--port', '0'], env, true)).readyMs;
+/** `npm start` on a checkout (this one unless told: the stamp check, then serve from dist/), to /readyz. */
+async function npmStartOnce(env: NodeJS.ProcessEnv, cwd = root): Promise<number> {
+  return (await readyOnce('npm', ['start', '--silent', '--', '--port', '0'], env, true, cwd)).readyMs;
 }
 
 async function readyOnce(
@@ -82,10 +84,11 @@ async function readyOnce(
   args: string[],
   env: NodeJS.ProcessEnv,
   group = false,
+  cwd = root,
 ): Promise<Sample> {
   const started = performance.now();
   const child = spawn(command, args, {
-    cwd: root,
+    cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: group,
@@ -114,9 +117,9 @@ async function readyOnce(
   }
 }
 
-async function timedExit(command: string, args: string[]): Promise<number> {
+async function timedExit(command: string, args: string[], cwd = root): Promise<number> {
   const started = performance.now();
-  const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(command, args, { cwd, stdio: ['ignore', 'ignore', 'inherit'] });
   const code = await new Promise<number | null>((done) => child.on('exit', done));
   if (code !== 0) throw new Error(`${args.join(' ')} exited ${code}`);
   return performance.now() - started;
@@ -147,22 +150,37 @@ async function buildAndStart(scratch: string, env: NodeJS.ProcessEnv): Promise<v
     `  after/before (medians): ${(median(builds[1]!.times) / median(builds[0]!.times)).toFixed(2)}\n`,
   );
 
-  // npm start on a current dist/ (the prestart finds the stamp current), against the old `npm start`:
-  // the tsc build, then serve from dist/.
+  // npm start on a current dist/ (the stamp is current), against the old `npm start`: the tsc build,
+  // then serve from dist/; and against an earlier checkout's `npm start` when one is named.
   await timedExit(process.execPath, [tsxCli, 'scripts/build.ts']);
   await npmStartOnce(env);
+  const compare = process.env['BENCH_COMPARE_TREE'];
+  if (compare !== undefined) {
+    await timedExit(
+      process.execPath,
+      [join(compare, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'scripts/build.ts'],
+      compare,
+    );
+    await npmStartOnce(env, compare);
+  }
   const starts: number[] = [];
   const serves: number[] = [];
+  const compared: number[] = [];
   for (let run = 0; run < RUNS; run++) {
     starts.push(await npmStartOnce(env));
     serves.push((await serveOnce([join(root, 'dist', 'cli', 'main.js')], env)).readyMs);
+    if (compare !== undefined) compared.push(await npmStartOnce(env, compare));
   }
   const before = median(builds[0]!.times) + median(serves);
   process.stdout.write(
     `\nnpm start → /readyz 200 (embedded)\n` +
       `  before (tsc build + serve from dist/): ${before.toFixed(0)} ms (medians added)\n` +
       `  after (built tree, stamp current):    ${fmt(starts, 'ms')}\n` +
-      `  after/before: ${(median(starts) / before).toFixed(2)}\n`,
+      `  after/before: ${(median(starts) / before).toFixed(2)}\n` +
+      (compare === undefined
+        ? ''
+        : `  ${compare} (built tree): ${fmt(compared, 'ms')}\n` +
+          `  this checkout / ${compare}: ${(median(starts) / median(compared)).toFixed(2)}\n`),
   );
 }
 

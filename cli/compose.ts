@@ -36,11 +36,12 @@ import { HttpRuntimeCore } from '../http/clients/runtime-core-client.ts';
 import type { CommitListener } from '../actors/runtime.ts';
 import { enableTimeline, mark, timelineNow } from '../lib/timeline.ts';
 import { HttpRuntimeEvents } from '../http/clients/runtime-events-client.ts';
-import { createAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
-import { createAgentSandboxBuildTestRunner } from '../providers/agent-sandbox/build-test-runner.ts';
 import { createMetrics, type SandlotMetrics } from '../lib/metrics.ts';
 import { startMetricsServer, type MetricsServer } from '../lib/metrics-server.ts';
 import type { SandboxProvider } from '../providers/provider.ts';
+// Types only: the adapter's modules themselves are imported when it is configured (agentSandboxFactoriesFor).
+import type { createAgentSandbox as CreateAgentSandbox } from '../providers/agent-sandbox/create-provider.ts';
+import type { createAgentSandboxBuildTestRunner as CreateAgentSandboxBuildTestRunner } from '../providers/agent-sandbox/build-test-runner.ts';
 import { SimulatedProvider } from '../providers/simulated/simulated-provider.ts';
 import { SimulatedBuildTestRunner } from '../providers/simulated/build-test-runner.ts';
 import { controlHandlersFor } from '../providers/sandbox-host/assignments.ts';
@@ -139,6 +140,38 @@ const markCommits: CommitListener = (notice) => {
 
 type ClosableProvider = SandboxProvider & { close?(): Promise<void> };
 
+/** The Agent Sandbox adapter's two factories: its provider and its BuildTest runner. */
+export interface AgentSandboxFactories {
+  createAgentSandbox: typeof CreateAgentSandbox;
+  createAgentSandboxBuildTestRunner: typeof CreateAgentSandboxBuildTestRunner;
+}
+
+/**
+ * The Agent Sandbox adapter, imported only when it is the configured provider: it loads the
+ * Kubernetes client, which alone costs about half a second of every start-up (bench/startup.ts), and
+ * an embedded or sandbox-host process never calls it.
+ */
+export async function agentSandboxFactoriesFor(
+  config: Pick<Config, 'provider'>,
+): Promise<AgentSandboxFactories | undefined> {
+  if (config.provider.id !== 'agent-sandbox') return undefined;
+  const [provider, runner] = await Promise.all([
+    import('../providers/agent-sandbox/create-provider.ts'),
+    import('../providers/agent-sandbox/build-test-runner.ts'),
+  ]);
+  return {
+    createAgentSandbox: provider.createAgentSandbox,
+    createAgentSandboxBuildTestRunner: runner.createAgentSandboxBuildTestRunner,
+  };
+}
+
+/** The factories when the configuration names Agent Sandbox; a mistake of the caller otherwise. */
+function agentSandboxOf(agentSandbox: AgentSandboxFactories | undefined): AgentSandboxFactories {
+  if (agentSandbox === undefined)
+    throw new Error('the agent-sandbox provider is configured but its adapter was not loaded');
+  return agentSandbox;
+}
+
 /**
  * The configured provider, and the network policy verifier that goes with it: on Agent Sandbox the
  * project's CiliumNetworkPolicies read back from the sandbox namespace (settings validated here,
@@ -148,6 +181,7 @@ function providerFor(
   config: Config,
   db: Database,
   env: Readonly<Record<string, string | undefined>>,
+  agentSandbox: AgentSandboxFactories | undefined,
 ): {
   provider: ClosableProvider;
   networkPolicies: NetworkPolicyVerifier;
@@ -156,7 +190,7 @@ function providerFor(
   sandboxHost?: SandboxHostSettings;
   launchesAgentHost?: boolean;
 } {
-  if (config.provider.id === 'agent-sandbox') return createAgentSandbox(env);
+  if (config.provider.id === 'agent-sandbox') return agentSandboxOf(agentSandbox).createAgentSandbox(env);
   if (config.provider.id === 'sandbox-host') {
     // Throws SandboxHostSettingsError naming every bad SANDLOT_HOST_* variable (never a key).
     const settings = loadSandboxHostSettings(env);
@@ -202,7 +236,8 @@ export async function composeSandlot(
     if (config.migrateOnStart) {
       await migrateFor(db, config, (name) => logger.info({ migration: name }, 'migration applied'));
     }
-    const chosen = providerFor(config, db, options.env ?? process.env);
+    const agentSandbox = await agentSandboxFactoriesFor(config);
+    const chosen = providerFor(config, db, options.env ?? process.env, agentSandbox);
     provider = chosen.provider;
     const ports = portsFor(config, db);
     const runtime = createEnvironmentRuntime(db);
@@ -220,7 +255,7 @@ export async function composeSandlot(
     const { networkPolicies, networkPolicyWriter, workspaceStorage } = chosen;
     const runtimeCore = runtimeCoreFor(config, db);
     const runtimeEvents = runtimeEventsFor(config, db);
-    const buildTestOffer = buildTestFor(config, db, options.env ?? process.env);
+    const buildTestOffer = buildTestFor(config, db, options.env ?? process.env, agentSandbox);
     const workerDeps = {
       db,
       runtime,
@@ -396,6 +431,7 @@ export function buildTestFor(
   config: Config,
   db: Database,
   env: Readonly<Record<string, string | undefined>> = process.env,
+  agentSandbox?: AgentSandboxFactories,
 ): { buildTest?: BuildTestOffer } {
   const loaded = config.buildTestProfile;
   if (loaded === undefined) return {};
@@ -403,7 +439,7 @@ export function buildTestFor(
   const runner = !buildTestRunnerOffered(config.provider.id)
     ? undefined
     : config.provider.id === 'agent-sandbox'
-      ? createAgentSandboxBuildTestRunner(env)
+      ? agentSandboxOf(agentSandbox).createAgentSandboxBuildTestRunner(env)
       : new SimulatedBuildTestRunner({ db });
   const withRunner = runner === undefined ? {} : { runner };
   if (config.mode === 'embedded') {
