@@ -103,6 +103,20 @@ export async function readBuildTestOperationById(
   return rows[0] ?? null;
 }
 
+/** The Environment's operations, newest first, at most `limit` (the console's list; the primary key's prefix). */
+export async function listBuildTestOperations(
+  q: Queryable,
+  environmentId: string,
+  limit: number,
+): Promise<BuildTestOperationRow[]> {
+  const { rows } = await q.query<BuildTestOperationRow>(
+    `SELECT ${COLUMNS} FROM build_test_operations
+      WHERE environment_id = $1 ORDER BY created_at DESC, operation_id DESC LIMIT $2`,
+    [environmentId, limit],
+  );
+  return rows;
+}
+
 /** An operation of this lease that is not terminal yet: its command may still write the Workspace. */
 export async function readRunningBuildTestOperation(
   q: Queryable,

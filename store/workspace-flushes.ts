@@ -198,3 +198,13 @@ export async function readLatestVerifiedFlushOfLease(
   );
   return rows[0] ?? null;
 }
+
+/** The Environment's flushes, newest first, at most `limit` (workspace_flushes_by_environment). */
+export async function listFlushes(q: Queryable, environmentId: string, limit: number): Promise<FlushRow[]> {
+  const { rows } = await q.query<FlushRow>(
+    `SELECT ${columns} FROM workspace_flushes
+      WHERE environment_id = $1 ORDER BY reserved_at DESC, flush_operation_id DESC LIMIT $2`,
+    [environmentId, limit],
+  );
+  return rows;
+}

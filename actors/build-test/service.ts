@@ -17,6 +17,7 @@ import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { BuildTestRunner } from '../../providers/build-test.ts';
 import {
+  listBuildTestOperations,
   readBuildTestOperation,
   readBuildTestOperationById,
   type BuildTestOperationRow,
@@ -55,7 +56,11 @@ import {
 } from './requests.ts';
 import { acknowledgmentProblem, bindingOfLease, profileOfLease, sameJson } from './stored-checks.ts';
 import { workspaceProblem } from './workspace-binding.ts';
-import { operationView, type BuildTestOperationResult } from './operation-view.ts';
+import {
+  operationView,
+  type BuildTestOperationResult,
+  type BuildTestOperationView,
+} from './operation-view.ts';
 
 export { BuildTestNotImplementedError, BuildTestUnavailableError };
 export type { BuildTestProfileRef };
@@ -78,6 +83,9 @@ export interface BuildTestDeps extends AuthorityDeps {
   /** Deadline of one Core or provider call made for a request (default 30 s). */
   callTimeoutMs?: number;
 }
+
+/** How many of an Environment's operations a list answers with, newest first. */
+export const OPERATION_LIST_LIMIT = 50;
 
 const buildTestPermissions: readonly Permission[] = ['WriteProjects', 'ReadRunSelection'];
 
@@ -214,6 +222,21 @@ export class BuildTestService {
       throw new BuildTestRefusedError('build-test-operation-conflict', 'the operation was not reserved');
     }
     return { operation: operationView(row), replay };
+  }
+
+  /**
+   * The Environment's operations, newest first (at most OPERATION_LIST_LIMIT), whatever lease they
+   * ran on: what an operator looks at. A record read, like a lease's attempts and cleanups: it needs
+   * ReadRunSelection and the caller's own Environment, asks neither Core nor a provider, and answers
+   * whether or not BuildTest is offered now (an older configuration may have run some).
+   */
+  async list(actor: BuildTestActor, address: EnvironmentAddress): Promise<BuildTestOperationView[]> {
+    const guard = new Guard(this.deps, actor.caller, address.projectId, ['ReadRunSelection']);
+    const env = await guard.owner(address);
+    const rows = await guard.after(() =>
+      listBuildTestOperations(this.deps.db, env.environmentId, OPERATION_LIST_LIMIT),
+    );
+    return rows.map(operationView);
   }
 
   /** The persisted operation, under the current owner. */

@@ -19,12 +19,12 @@ import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import type { EnvironmentEvent, FlushTerms } from '../../machines/environment-events.ts';
 import type { Database, Queryable } from '../../store/db.ts';
 import type { LeaseRow } from '../../store/leases.ts';
-import { readFlush, type FlushRow } from '../../store/workspace-flushes.ts';
+import { listFlushes, readFlush, type FlushRow } from '../../store/workspace-flushes.ts';
 import { EmbeddedWorkspaceStorage } from '../../store/workspace-storage.ts';
 import { readVolume, type VolumeRow } from '../../store/workspaces.ts';
 import { AgentHostFlushRefusedError, hostRefusalCodes } from '../agenthost/flush.ts';
 import { coreActorOf } from '../build-test/requests.ts';
-import { checkedBeforeCommit, type AuthorityDeps, type Guard } from '../guard.ts';
+import { checkedBeforeCommit, Guard, type AuthorityDeps } from '../guard.ts';
 import type { EnvironmentAddress } from '../owned.ts';
 import type {
   AgentHost,
@@ -132,8 +132,23 @@ type Delivery =
   | { outcome: 'verified'; receipt: Record<string, unknown>; receiptSha256: string }
   | { outcome: 'uncertain' | 'refused'; reason: string; evidence: Record<string, unknown> };
 
+/** How many of an Environment's flushes a list answers with, newest first. */
+export const FLUSH_LIST_LIMIT = 50;
+
 export class WorkspaceFlushService {
   constructor(private readonly deps: WorkspaceFlushDeps) {}
+
+  /**
+   * The caller's Environment's flushes, newest first (at most FLUSH_LIST_LIMIT): read between two
+   * fresh authority checks, asking neither Core nor the Host. Needs ReadRunSelection, as every
+   * record read of a lease does.
+   */
+  async list(actor: SuspendActor, address: EnvironmentAddress): Promise<WorkspaceFlushView[]> {
+    const guard = new Guard(this.deps, actor.caller, address.projectId, ['ReadRunSelection']);
+    const env = await guard.owner(address);
+    const rows = await guard.after(() => listFlushes(this.deps.db, env.environmentId, FLUSH_LIST_LIMIT));
+    return rows.map(flushViewOf);
+  }
 
   async flush(
     actor: SuspendActor,

@@ -9,7 +9,7 @@ import {
   checkpointRefSchema,
   journalAcknowledgmentSchema,
 } from '../../actors/build-test/accepted-command.ts';
-import type { BuildTestService } from '../../actors/build-test/service.ts';
+import { OPERATION_LIST_LIMIT, type BuildTestService } from '../../actors/build-test/service.ts';
 import type { BuildTestOperationResult } from '../../actors/build-test/operation-view.ts';
 import { generationSchema, identifierSchema } from '../../machines/environment-events.ts';
 import type { Context } from 'hono';
@@ -36,38 +36,43 @@ const problems = {
   501: problem('build-test-not-implemented: this provider cannot run BuildTest Pods yet'),
 };
 
-const operationResult = z
+const operationSchema = z
   .object({
-    operation: z.object({
-      operationId: z.string(),
-      environmentId: z.string(),
-      checkpoint: z.record(z.string(), z.unknown()),
-      version: z.number().int(),
-      acceptedCommandHash: z.string(),
-      requestFingerprint: z.string(),
-      profileHash: z.string(),
-      binding: z.record(z.string(), z.unknown()),
-      state: z.enum(['Running', 'ReconciliationRequired', 'Succeeded', 'Failed', 'Interrupted']),
-      step: z.enum(['command', 'collect', 'cleanup']).nullable(),
-      pods: z.object({
-        command: z.record(z.string(), z.unknown()).nullable(),
-        collector: z.record(z.string(), z.unknown()).nullable(),
-      }),
-      preparation: z.record(z.string(), z.unknown()).nullable(),
-      exitCode: z.number().int().nullable(),
-      log: z.record(z.string(), z.unknown()).nullable(),
-      collectorReceipt: z.record(z.string(), z.unknown()).nullable(),
-      capture: z.object({ sha256: z.string(), length: z.number().int() }).nullable(),
-      error: z.record(z.string(), z.unknown()).nullable(),
-      acknowledgment: z.record(z.string(), z.unknown()).nullable(),
-      acknowledgedAt: z.string().nullable(),
-      cleanedAt: z.string().nullable(),
-      createdAt: z.string(),
-      updatedAt: z.string(),
+    operationId: z.string(),
+    environmentId: z.string(),
+    checkpoint: z.record(z.string(), z.unknown()),
+    version: z.number().int(),
+    acceptedCommandHash: z.string(),
+    requestFingerprint: z.string(),
+    profileHash: z.string(),
+    binding: z.record(z.string(), z.unknown()),
+    state: z.enum(['Running', 'ReconciliationRequired', 'Succeeded', 'Failed', 'Interrupted']),
+    step: z.enum(['command', 'collect', 'cleanup']).nullable(),
+    pods: z.object({
+      command: z.record(z.string(), z.unknown()).nullable(),
+      collector: z.record(z.string(), z.unknown()).nullable(),
     }),
-    replay: z.boolean(),
+    preparation: z.record(z.string(), z.unknown()).nullable(),
+    exitCode: z.number().int().nullable(),
+    log: z.record(z.string(), z.unknown()).nullable(),
+    collectorReceipt: z.record(z.string(), z.unknown()).nullable(),
+    capture: z.object({ sha256: z.string(), length: z.number().int() }).nullable(),
+    error: z.record(z.string(), z.unknown()).nullable(),
+    acknowledgment: z.record(z.string(), z.unknown()).nullable(),
+    acknowledgedAt: z.string().nullable(),
+    cleanedAt: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
   })
+  .meta({ id: 'SandboxBuildTestOperation' });
+
+const operationResult = z
+  .object({ operation: operationSchema, replay: z.boolean() })
   .meta({ id: 'SandboxBuildTestOperationResult' });
+
+const operationList = z
+  .object({ operations: z.array(operationSchema) })
+  .meta({ id: 'SandboxBuildTestOperationList' });
 
 const json = <T extends z.ZodType>(description: string, schema: T) => ({
   description,
@@ -131,6 +136,21 @@ const routes = {
     security,
     request: { params: environmentParams, query: bindingQuery },
     responses: { 200: json('The binding a command request names now', bindingPreparation), ...problems },
+  }),
+  list: createRoute({
+    method: 'get',
+    path: `${commands}/commands`,
+    summary: `The Environment's BuildTest operations, newest first (at most ${OPERATION_LIST_LIMIT})`,
+    security,
+    request: { params: environmentParams },
+    responses: {
+      200: json(
+        'Persisted operations on any of its leases, whether or not BuildTest is offered now',
+        operationList,
+      ),
+      ...commonProblems,
+      404: problem('No such Environment for this caller'),
+    },
   }),
   create: createRoute({
     method: 'post',
@@ -207,6 +227,9 @@ export function buildTestRoutes(service: BuildTestService): OpenAPIHono<AppEnv> 
     const prepared = await service.prepareBinding(actorOf(c), c.req.valid('param'), c.req.valid('query'));
     return c.json({ ...prepared, versions: [...prepared.versions] }, 200);
   });
+  app.openapi(routes.list, async (c) =>
+    c.json({ operations: await service.list(actorOf(c), c.req.valid('param')) }, 200),
+  );
   app.openapi(routes.create, async (c) =>
     answer(c, await service.create(actorOf(c), c.req.valid('param'), c.req.valid('json'))),
   );

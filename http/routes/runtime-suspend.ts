@@ -10,7 +10,7 @@ import {
   runtimeOperationSchema,
   savedOperationEvidenceSchema,
 } from '../../actors/runtime-core/runtime-operation.ts';
-import type { WorkspaceFlushService } from '../../actors/suspend/flush.ts';
+import { FLUSH_LIST_LIMIT, type WorkspaceFlushService } from '../../actors/suspend/flush.ts';
 import type { PlacementReleaseService } from '../../actors/suspend/release-placement.ts';
 import type { SuspendService } from '../../actors/suspend/resolve.ts';
 import { sessionProofSchema } from '../../actors/suspend/suspend-checks.ts';
@@ -108,6 +108,21 @@ const placementRelease = z
   .meta({ id: 'PlacementRelease' });
 
 const routes = {
+  flushes: createRoute({
+    method: 'get',
+    path: `${env}/workspace-flushes`,
+    summary: `The Environment's Workspace flushes, newest first (at most ${FLUSH_LIST_LIMIT}); asks no Host`,
+    security: [{ bearer: [] }],
+    request: { params: environmentParams },
+    responses: {
+      200: json(
+        z.object({ flushes: z.array(flushView) }).meta({ id: 'WorkspaceFlushList' }),
+        'Persisted flushes of every volume and lease of this Environment',
+      ),
+      ...commonProblems,
+      404: problem('No such Environment for this caller'),
+    },
+  }),
   flush: createRoute({
     method: 'post',
     path: `${env}/workspace-volumes/{volumeId}/flush`,
@@ -202,6 +217,16 @@ export function runtimeSuspendRoutes(
       await next();
       c.header('cache-control', 'no-store');
     },
+  );
+  app.use(
+    '/api/projects/:projectId/runs/:runId/environments/:environmentId/workspace-flushes',
+    async (c, next) => {
+      await next();
+      c.header('cache-control', 'no-store');
+    },
+  );
+  app.openapi(routes.flushes, async (c) =>
+    c.json({ flushes: await flushes.list(actorOf(c), c.req.valid('param')) }, 200),
   );
   app.openapi(routes.flush, async (c) => {
     const { volumeId, ...address } = c.req.valid('param');

@@ -895,55 +895,61 @@ export type RuntimeWorkspaceResumeVerifyRequest = {
   };
 };
 
-export type SandboxBuildTestOperationResult = {
-  operation: {
-    operationId: string;
-    environmentId: string;
-    checkpoint: {
-      [key: string]: unknown;
-    };
-    version: number;
-    acceptedCommandHash: string;
-    requestFingerprint: string;
-    profileHash: string;
-    binding: {
-      [key: string]: unknown;
-    };
-    state: "Running" | "ReconciliationRequired" | "Succeeded" | "Failed" | "Interrupted";
-    step: "command" | "collect" | "cleanup" | null;
-    pods: {
-      command: {
-        [key: string]: unknown;
-      } | null;
-      collector: {
-        [key: string]: unknown;
-      } | null;
-    };
-    preparation: {
-      [key: string]: unknown;
-    } | null;
-    exitCode: number | null;
-    log: {
-      [key: string]: unknown;
-    } | null;
-    collectorReceipt: {
-      [key: string]: unknown;
-    } | null;
-    capture: {
-      sha256: string;
-      length: number;
-    } | null;
-    error: {
-      [key: string]: unknown;
-    } | null;
-    acknowledgment: {
-      [key: string]: unknown;
-    } | null;
-    acknowledgedAt: string | null;
-    cleanedAt: string | null;
-    createdAt: string;
-    updatedAt: string;
+export type SandboxBuildTestOperation = {
+  operationId: string;
+  environmentId: string;
+  checkpoint: {
+    [key: string]: unknown;
   };
+  version: number;
+  acceptedCommandHash: string;
+  requestFingerprint: string;
+  profileHash: string;
+  binding: {
+    [key: string]: unknown;
+  };
+  state: "Running" | "ReconciliationRequired" | "Succeeded" | "Failed" | "Interrupted";
+  step: "command" | "collect" | "cleanup" | null;
+  pods: {
+    command: {
+      [key: string]: unknown;
+    } | null;
+    collector: {
+      [key: string]: unknown;
+    } | null;
+  };
+  preparation: {
+    [key: string]: unknown;
+  } | null;
+  exitCode: number | null;
+  log: {
+    [key: string]: unknown;
+  } | null;
+  collectorReceipt: {
+    [key: string]: unknown;
+  } | null;
+  capture: {
+    sha256: string;
+    length: number;
+  } | null;
+  error: {
+    [key: string]: unknown;
+  } | null;
+  acknowledgment: {
+    [key: string]: unknown;
+  } | null;
+  acknowledgedAt: string | null;
+  cleanedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type SandboxBuildTestOperationList = {
+  operations: Array<SandboxBuildTestOperation>;
+};
+
+export type SandboxBuildTestOperationResult = {
+  operation: SandboxBuildTestOperation;
   replay: boolean;
 };
 
@@ -1135,6 +1141,10 @@ export type WorkspaceFlush = {
   hostReceiptSha256: string | null;
   reservedAt: string;
   settledAt: string | null;
+};
+
+export type WorkspaceFlushList = {
+  flushes: Array<WorkspaceFlush>;
 };
 
 export type WorkspaceFlushRequest = {
@@ -1690,6 +1700,23 @@ export interface Paths {
     };
   };
   "/api/projects/{projectId}/runs/{runId}/environments/{environmentId}/sandbox/build-test/commands": {
+    /** The Environment's BuildTest operations, newest first (at most 50) */
+    get: {
+      path: {
+        projectId: string;
+        runId: string;
+        environmentId: string;
+      };
+      query: never;
+      body: never;
+      responses: {
+        200: SandboxBuildTestOperationList;
+        400: Problem;
+        401: Problem;
+        403: Problem;
+        404: Problem;
+      };
+    };
     /** Resolve the accepted Core checkpoint and run its BuildTest operation */
     post: {
       path: {
@@ -1955,6 +1982,25 @@ export interface Paths {
         403: Problem;
         404: Problem;
         409: Problem;
+      };
+    };
+  };
+  "/api/projects/{projectId}/runs/{runId}/environments/{environmentId}/workspace-flushes": {
+    /** The Environment's Workspace flushes, newest first (at most 50); asks no Host */
+    get: {
+      path: {
+        projectId: string;
+        runId: string;
+        environmentId: string;
+      };
+      query: never;
+      body: never;
+      responses: {
+        200: WorkspaceFlushList;
+        400: Problem;
+        401: Problem;
+        403: Problem;
+        404: Problem;
       };
     };
   };

@@ -185,6 +185,12 @@ const routes: Route[] = [
     needs: write,
   },
   {
+    name: 'build-test list',
+    method: 'GET',
+    path: (s) => `${buildTest(s)}/commands`,
+    needs: ['ReadRunSelection'],
+  },
+  {
     name: 'build-test read',
     method: 'GET',
     path: (s) => `${buildTest(s)}/commands/op-cp-1`,
@@ -212,6 +218,12 @@ const routes: Route[] = [
       acknowledgment: routeAcknowledgment,
     }),
     needs: write,
+  },
+  {
+    name: 'workspace flushes',
+    method: 'GET',
+    path: (s) => `${s.base}/workspace-flushes`,
+    needs: ['ReadRunSelection'],
   },
   {
     name: 'workspace flush',

@@ -479,6 +479,36 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     expect(res.status).toBe(409);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect((await json<{ type: string }>(res)).type).toBe('urn:sandlot:problem:build-test-no-active-lease');
+    // The list is a record read: it still shows the operation of the released lease.
+    const listed = await h.request('GET', commands(), { token: s.token });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('cache-control')).toBe('no-store');
+    const { operations } = await json<{ operations: Operation[] }>(listed);
+    expect(operations.map((o) => [o.operationId, o.state])).toEqual([['op-cp-read', 'Succeeded']]);
+  });
+
+  it("lists the Environment's operations newest first, and nothing of another Environment", async () => {
+    const list = async (base = s.base) => {
+      const res = await h.request('GET', `${base}/sandbox/build-test/commands`, { token: s.token });
+      expect(res.status).toBe(200);
+      return (await json<{ operations: Operation[] }>(res)).operations.map((o) => o.operationId);
+    };
+    expect(await list()).toEqual([]);
+    await acceptVersion2('cp-a', []);
+    expect((await create('cp-a')).status).toBe(202);
+    await settled('op-cp-a');
+    await acceptVersion2('cp-b', []);
+    expect((await create('cp-b')).status).toBe(202);
+    await settled('op-cp-b');
+    expect(await list()).toEqual(['op-cp-b', 'op-cp-a']);
+    const missing = await h.request(
+      'GET',
+      `${s.base.replace(/[^/]+$/, 'env_' + 'a'.repeat(32))}/sandbox/build-test/commands`,
+      {
+        token: s.token,
+      },
+    );
+    expect(missing.status).toBe(404);
   });
 
   it('a terminal operation keeps its status, Pods and evidence against an identical or changed save', async () => {

@@ -160,6 +160,8 @@ const routes: Route[] = [
     path: (p) => `${base(p)}/sandbox/build-test/commands`,
     body: buildTestCommand,
   },
+  { name: 'build-test list', method: 'GET', path: (p) => `${base(p)}/sandbox/build-test/commands` },
+  { name: 'workspace flushes', method: 'GET', path: (p) => `${base(p)}/workspace-flushes` },
   {
     name: 'build-test read',
     method: 'GET',

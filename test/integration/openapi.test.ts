@@ -120,11 +120,13 @@ const operations = [
   // BuildTest (in progress): 409 build-test-unavailable without a profile, 501 with one.
   ['get', `${buildTest}/binding-preparation`, ['404', '409', '501'], false],
   ['post', `${buildTest}/commands`, ['404', '409', '501'], true],
+  ['get', `${buildTest}/commands`, ['200', '404'], false],
   ['get', `${buildTest}/commands/{operationId}`, ['404', '409', '501'], false],
   ['post', `${buildTest}/commands/{operationId}/reconcile`, ['404', '409', '501'], true],
   ['get', `${buildTest}/commands/{operationId}/workspace-capture`, ['404', '409', '501'], false],
   ['post', `${buildTest}/commands/{operationId}/workspace-capture/acknowledge`, ['404', '409', '501'], true],
   ['post', '/internal/runtime/suspend/resolve', ['200', '404', '409', '503'], true],
+  ['get', `${environments}/{environmentId}/workspace-flushes`, ['200', '404'], false],
   [
     'post',
     `${environments}/{environmentId}/workspace-volumes/{volumeId}/flush`,

@@ -138,6 +138,12 @@ describe('POST …/workspace-volumes/{volumeId}/flush', () => {
     const replayed = (await again.json()) as { flush: Record<string, unknown>; replayed: boolean };
     expect(replayed).toEqual({ ...answer, replayed: true });
     expect(await hostFlushes(sandbox)).toBe(1);
+    // The Environment's flush list shows the same record, and asks no Host.
+    const listed = await h.request('GET', `${sandbox.s.base}/workspace-flushes`, { token: sandbox.s.token });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('cache-control')).toBe('no-store');
+    expect(await listed.json()).toEqual({ flushes: [answer.flush] });
+    expect(await hostFlushes(sandbox)).toBe(1);
     expect((await readVolume(h.db, sandbox.volume.volumeId))?.dataGeneration).toBe(
       sandbox.volume.dataGeneration + 1,
     );
