@@ -8,7 +8,15 @@ import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EmbeddedCore } from '../../actors/build-test/core-embedded.ts';
+import { SimulatedBuildTestRunner } from '../../providers/simulated/build-test-runner.ts';
+import { acceptVersion2 } from '../support/build-test-scenario.ts';
+import { embeddedWorker, loadedProfile } from '../support/build-test-profile.ts';
 import { openBackend, type BackendHandle } from '../support/databases.ts';
+import { gitSeed } from '../support/git-seed.ts';
 import { browserTestsRun, launchChromium } from '../support/browser.ts';
 import { buildHarness, type Harness } from '../support/harness.ts';
 import { json, provisionBody, setupScenario, waitForLease, type Scenario } from '../support/sandbox-flow.ts';
@@ -22,11 +30,19 @@ describe.skipIf(!browserTestsRun)('the console in a browser', () => {
   let server: Server;
   let origin: string;
   let browser: Browser;
+  let stateDir: string;
   const foreign: string[] = [];
 
   beforeAll(async () => {
     backend = await openBackend('postgres');
-    h = await buildHarness(backend.db, { workers: { callTimeoutMs: 2_000 } });
+    // BuildTest offered with the simulated Pods, so the page has an operation to show.
+    stateDir = await mkdtemp(join(tmpdir(), 'sandlot-console-bt-'));
+    const runner = new SimulatedBuildTestRunner({ db: backend.db, stateDir });
+    const core = new EmbeddedCore(backend.db);
+    h = await buildHarness(backend.db, {
+      workers: { callTimeoutMs: 2_000 },
+      buildTest: { offer: { profile: loadedProfile(), core, runner }, worker: embeddedWorker(runner, core) },
+    });
     server = serve({ fetch: h.fetch, port: 0, hostname: '127.0.0.1' }) as Server;
     await new Promise<void>((ready) => (server.listening ? ready() : server.once('listening', ready)));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -38,6 +54,7 @@ describe.skipIf(!browserTestsRun)('the console in a browser', () => {
     await new Promise((done) => server?.close(done));
     await h?.close();
     await backend?.close();
+    if (stateDir !== undefined) await rm(stateDir, { recursive: true, force: true });
   });
 
   /** A page whose every request is recorded when it goes anywhere but this server. */
@@ -97,6 +114,48 @@ describe.skipIf(!browserTestsRun)('the console in a browser', () => {
     await expect.poll(() => leaseState.textContent(), { timeout: SHOWN_MS }).toBe('Active');
     await page.locator('table[aria-label=attempts] tr[data-attempt-state]').first().waitFor();
     await page.locator('ol.journal li').nth(1).waitFor();
+    await page.locator('text=No BuildTest operations.').waitFor();
+    await page.locator('text=No Workspace flushes.').waitFor();
+
+    // A BuildTest command run through the API on the Active lease: the page lists the operation
+    // and follows it to Succeeded.
+    const checkpoint = { tenantId: 'acme', projectId: 'checkout', runId: 'run-1', stepId: 'build' };
+    const seed = await gitSeed({ 'README.md': '# app\n' });
+    await acceptVersion2(h.db, { ...checkpoint, checkpointId: 'cp-console' }, seed);
+    const prepared = await h.request(
+      'GET',
+      `${s.base}/sandbox/build-test/binding-preparation?sessionId=session-1&executionProfileReference=build-v2`,
+      { token: s.token },
+    );
+    expect(prepared.status).toBe(200);
+    const command = await h.request('POST', `${s.base}/sandbox/build-test/commands`, {
+      token: s.token,
+      body: {
+        checkpoint: { ...checkpoint, checkpointId: 'cp-console' },
+        expectedBinding: (await json<{ binding: unknown }>(prepared)).binding,
+      },
+    });
+    expect(command.status).toBe(202);
+    const operation = page.locator('table[aria-label="build-test operations"] tr[data-operation-state]');
+    await expect
+      .poll(() => operation.getAttribute('data-operation-state'), { timeout: SHOWN_MS })
+      .toBe('Succeeded');
+    expect(await operation.locator('td').first().textContent()).toBe('op-cp-console');
+    // A page left open describes the sandbox only when something else moved the Environment: its
+    // own inspection's describe does not wake its live wait (it once did, describing the sandbox
+    // several times a second). An absence, so a quiet window; a loaded machine only hides a loop.
+    const journalSince = async (revision: number) =>
+      (
+        await h.db.query<{ event_type: string; revision: string }>(
+          `SELECT event_type, revision FROM environment_journal WHERE environment_id = $1 AND revision > $2`,
+          [s.environmentId, revision],
+        )
+      ).rows;
+    const quietFrom = Math.max(0, ...(await journalSince(0)).map((r) => Number(r.revision)));
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const window = await journalSince(quietFrom);
+    const describes = window.filter((r) => r.event_type === 'sandbox.describe').length;
+    expect(describes).toBeLessThanOrEqual(1 + (window.length - describes));
     const screenshot = process.env['SANDLOT_CONSOLE_SCREENSHOT'];
     if (screenshot !== undefined) await page.screenshot({ path: screenshot, fullPage: true });
 
