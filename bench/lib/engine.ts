@@ -53,7 +53,7 @@ export interface EnginePoint {
 }
 
 // Production defaults of `sandlot worker` (the test harness polls faster).
-const productionLike = (concurrency: number): WorkerSettings => ({
+export const productionLike = (concurrency: number): WorkerSettings => ({
   concurrency,
   callTimeoutMs: 30_000,
   reconcileEveryMs: 5_000,
