@@ -41,6 +41,8 @@ export interface LeaseRow {
    */
   buildTestProfile: Record<string, unknown> | null;
   revision: number;
+  /** When a describe of the lease was last opened (null: never yet; markLeaseObserved). */
+  observedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -52,10 +54,13 @@ const columns = `environment_id AS "environmentId", resource_generation AS "reso
   recovery_request AS "recoveryRequest", requested_by AS "requestedBy", expires_at AS "expiresAt",
   expired_at AS "expiredAt", workspace, network_policy_generation AS "networkPolicyGeneration",
   resource, release_receipt AS "releaseReceipt", failure, build_test_profile AS "buildTestProfile",
-  revision::int AS revision,
+  revision::int AS revision, observed_at AS "observedAt",
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
-export type NewLease = Omit<LeaseRow, 'createdAt' | 'updatedAt' | 'expiredAt' | 'buildTestProfile'> & {
+export type NewLease = Omit<
+  LeaseRow,
+  'createdAt' | 'updatedAt' | 'expiredAt' | 'buildTestProfile' | 'observedAt'
+> & {
   /** Absent or null: no BuildTest profile was configured when the lease was reserved. */
   buildTestProfile?: Record<string, unknown> | null;
 };

@@ -48,6 +48,28 @@ import { maxWaitMs, type EnvironmentChanges, type WaitOptions } from '../wait.ts
 /** The first pause of a long-poll inspection between two looks at an Active lease not yet ready. */
 const FIRST_RECHECK_MS = 10;
 
+/** How an inspection is made. */
+interface InspectHow {
+  /** Answering a transition the caller waited for (see `unobserved` in #inspectOnce). */
+  atTransition: boolean;
+  /** The owned Environment, read right after a fresh authority check with no wait since. */
+  checked?: EnvironmentRow;
+}
+
+const AT_TRANSITION: InspectHow = { atTransition: true };
+
+/** The observation of an answer given at the transition to Active, before any describe. */
+const notYetObserved: Observation = {
+  exact: false,
+  phase: null,
+  finished: null,
+  error: {
+    code: 'not-yet-observed',
+    message:
+      'answered at the transition to Active, before any describe: ask again (after=environmentRevision) for an exact observation',
+  },
+};
+
 export interface InspectionDeps {
   db: Queryable;
   runtime: ActorRuntime<EnvironmentEvent>;
@@ -138,17 +160,28 @@ export class SandboxInspection {
         () => readOwnedEnvironment(db, guard.caller, address),
         (row) => row.revision,
       );
-      return this.#inspectOnce(caller, address, networkPolicyGeneration);
+      return this.#inspectOnce(caller, address, networkPolicyGeneration, AT_TRANSITION);
     }
-    // A transition the caller has not seen (its lease became Active, say): that is the answer.
-    if (before.revision > after) return this.#inspectOnce(caller, address, networkPolicyGeneration);
+    // A transition the caller has not seen (its lease became Active, say): that is the answer. The
+    // authority was asked just now, before these reads: the answer goes on from them.
+    if (before.revision > after) {
+      return this.#inspectOnce(caller, address, networkPolicyGeneration, {
+        atTransition: true,
+        checked: before,
+      });
+    }
     // An Active lease's readiness moves without a transition (the sandbox starts, its Host
     // configures, the lease runs out), so the revision cannot tell the caller's answer is stale:
     // look again, sooner at first, until it is ready, stops being Active, or the deadline. The
-    // caller saw this revision, so holds an answer at most one look old: pause before the next.
+    // caller saw this revision, so holds an answer at most one look old: pause before the next,
+    // unless no look was ever made at this lease (the answer at its transition made none).
     let pauseMs = Math.min(FIRST_RECHECK_MS, this.#recheckMs());
-    pauseMs = await this.#pause(address, before.revision, pauseMs, deadline);
-    let answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
+    const unobserved = (await readCurrentLease(db, before.environmentId))?.observedAt === null;
+    if (!unobserved) pauseMs = await this.#pause(address, before.revision, pauseMs, deadline);
+    let answer = await this.#inspectOnce(caller, address, networkPolicyGeneration, {
+      atTransition: false,
+      ...(unobserved ? { checked: before } : {}),
+    });
     while (answer.lease.state === 'Active' && !answer.readyForDispatch && Date.now() < deadline) {
       pauseMs = await this.#pause(address, answer.environmentRevision, pauseMs, deadline);
       answer = await this.#inspectOnce(caller, address, networkPolicyGeneration);
@@ -183,33 +216,44 @@ export class SandboxInspection {
     caller: Caller,
     address: EnvironmentAddress,
     networkPolicyGeneration: number | undefined,
+    how: InspectHow = { atTransition: false },
   ): Promise<{ lease: LeaseView } & Readiness> {
     const { db, networkPolicies, runtime, runner } = this.deps;
     const timeoutMs = this.deps.describeTimeoutMs ?? 5_000;
     const guard = new Guard(this.deps, caller, address.projectId, this.permissions);
-    const env = await guard.owner(address);
+    const env = how.checked ?? (await guard.owner(address));
     const first = await currentOrLatestLease(this.deps.db, env);
+    // A long-poll woken by the lease's transition to Active, never described yet, answers with the
+    // transition and no describe: not ready (no exact observation), the caller asks again at once.
+    // Once a describe was opened every answer runs its own, so readiness never flips on a wake.
+    const unobserved = how.atTransition && first.state === 'Active' && first.observedAt === null;
     // The describe's commit rechecks inside its transaction; the answer waits for the last check.
-    const observation = await observeLease(
-      { runtime, runner, describeTimeoutMs: timeoutMs },
-      first,
-      guard.commit(address.runId),
-    );
+    const observation = unobserved
+      ? notYetObserved
+      : await observeLease(
+          { runtime, runner, describeTimeoutMs: timeoutMs },
+          first,
+          guard.commit(address.runId),
+        );
     const request = recordedRequestOf(first);
     // The provider the lease was admitted for: a check it has no capability for asks no port.
     const { applies } = recordedApplicability(first.providerIdentity);
-    const verified =
-      applies.networkPolicy &&
-      networkPolicyGeneration !== undefined &&
-      networkPolicyGeneration === request?.networkPolicyGeneration &&
-      (await networkPolicyVerified(
-        networkPolicies,
-        env.tenantId,
-        env.projectId,
-        networkPolicyGeneration,
-        first,
-      ));
-    const observed = await readLeaseByOperation(db, first.operationId);
+    // The policy verified afresh (after the observation) and the lease re-read, together; an
+    // answer that made no observation has nothing to re-read the lease after.
+    const [verified, observed] = await Promise.all([
+      (async () =>
+        applies.networkPolicy &&
+        networkPolicyGeneration !== undefined &&
+        networkPolicyGeneration === request?.networkPolicyGeneration &&
+        (await networkPolicyVerified(
+          networkPolicies,
+          env.tenantId,
+          env.projectId,
+          networkPolicyGeneration,
+          first,
+        )))(),
+      unobserved ? first : readLeaseByOperation(db, first.operationId),
+    ]);
     // Traffic stops when the Pod answering is not the one the lease mapped (a reused name, or
     // status that is stale): never ready, and the observation says why.
     const mapped = observed?.resource?.placement['podUid'];

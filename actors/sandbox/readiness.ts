@@ -247,6 +247,8 @@ function sandboxObserved(evidence: ReadinessEvidence, make: Make): ReadinessCond
   const { observation, replacedPod } = evidence;
   if (observation === null)
     return make('SandboxObserved', 'False', 'NotObserved', 'only an Active lease is observed');
+  if (observation.error?.code === 'not-yet-observed')
+    return make('SandboxObserved', 'Unknown', 'NotYetObserved', observation.error.message);
   if (observation.error !== null) {
     return make(
       'SandboxObserved',

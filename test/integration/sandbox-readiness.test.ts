@@ -196,6 +196,31 @@ describe('a long-poll inspection of a lease still provisioning', () => {
       expect(answer.environmentRevision).toBeGreaterThan(before.environmentRevision);
       // Well before the wait's 30 s deadline, which is when a wait for readiness would have ended.
       expect(Date.now() - started).toBeLessThan(20_000);
+      // The answer at the transition ran no describe of its own: it says so, and opened no attempt.
+      expect(conditionOf(answer, 'SandboxObserved')).toMatchObject({
+        status: 'Unknown',
+        reason: 'NotYetObserved',
+      });
+      expect(answer.observation).toMatchObject({ exact: false, error: { code: 'not-yet-observed' } });
+      const describes = async () =>
+        (
+          await handle.db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM provider_attempts WHERE operation_id = $1 AND kind = 'describe'`,
+            [answer.lease['operationId']],
+          )
+        ).rows[0]?.n;
+      expect(await describes()).toBe(0);
+      // Asked again past that revision, the inspection describes the lease (the sandbox started).
+      const next = await json<Inspection>(
+        await h.request(
+          'GET',
+          `${s.base}/sandbox?networkPolicyGeneration=1&wait=2s&after=${answer.environmentRevision}`,
+          { token: s.token },
+        ),
+      );
+      expect(next.observation).toMatchObject({ exact: true, error: null });
+      expect(conditionOf(next, 'SandboxObserved')?.status).toBe('True');
+      expect(await describes()).toBeGreaterThan(0);
     } finally {
       await h.close();
       await handle.close();

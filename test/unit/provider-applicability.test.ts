@@ -65,6 +65,7 @@ function leaseFor(identity: ProviderIdentity): LeaseRow {
     revision: 3,
     createdAt: at,
     updatedAt: at,
+    observedAt: null,
   };
 }
 

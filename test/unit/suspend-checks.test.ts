@@ -67,6 +67,7 @@ const lease: LeaseRow = {
   revision: 5,
   createdAt: at,
   updatedAt: at,
+  observedAt: null,
 };
 const volume: VolumeRow = {
   volumeId: 'vol_1',
