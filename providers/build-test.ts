@@ -195,8 +195,13 @@ export interface BuildTestRunner {
     placement: BuildTestPlacement,
     options: CallOptions,
   ): Promise<CollectorObservation>;
-  /** The sealed document's bytes, exactly `length` bytes with SHA-256 `sha256`, or an error. */
-  readCapture(ref: CaptureRef, options: CallOptions): Promise<Uint8Array>;
+  /**
+   * The sealed document's bytes as a stream, exactly `length` bytes with SHA-256 `sha256`: the last
+   * chunk comes only once both are checked, else the stream fails instead (lib/capture-stream.ts).
+   * The promise rejects when the capture cannot be read at all (no such collector Pod, gone); a
+   * stream left early stops the read.
+   */
+  readCapture(ref: CaptureRef, options: CallOptions): Promise<AsyncIterable<Uint8Array>>;
   /** Deletes exactly these Pod UIDs (a Pod already gone counts as deleted). */
   deletePods(
     binding: BuildTestBinding,

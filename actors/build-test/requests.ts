@@ -57,9 +57,12 @@ export interface BindingPreparation {
   binding: ExpectedSandboxBinding;
 }
 
-/** The sealed document, exactly as stored: bytes, digest and length. */
+/**
+ * The sealed document, exactly as stored, as a stream: its digest and length, and its bytes in
+ * order, the last chunk only once both were checked (a mismatch fails the stream instead).
+ */
 export interface WorkspaceCapture {
-  bytes: Uint8Array;
+  chunks: AsyncIterable<Uint8Array>;
   sha256: string;
   length: number;
 }

@@ -12,10 +12,10 @@
 //
 // The caller's bearer reaches this layer only as a BearerCredential (never a plain string in a
 // field a log could print), and becomes a CoreActor only for a Core call (coreActorOf).
-import { createHash } from 'node:crypto';
 import { canonicalJson, sha256Hex } from '../../lib/canonical-json.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { BuildTestRunner } from '../../providers/build-test.ts';
+import { verifiedCapture } from '../../lib/capture-stream.ts';
 import {
   listBuildTestOperations,
   readBuildTestOperation,
@@ -325,7 +325,7 @@ export class BuildTestService {
       throw new BuildTestRefusedError('build-test-no-capture', 'the lease has no validated recovery record');
     }
     const { sha256, length } = row.capture;
-    const bytes = await runner.readCapture(
+    const source = await runner.readCapture(
       {
         binding: {
           operationId,
@@ -358,18 +358,27 @@ export class BuildTestService {
       },
       { signal: this.#signal(), deadline: new Date(Date.now() + this.#timeoutMs()) },
     );
-    if (bytes.length !== length || createHash('sha256').update(bytes).digest('hex') !== sha256) {
-      throw new BuildTestRefusedError(
-        'build-test-capture-mismatch',
-        'the sealed bytes are not the stored capture',
-        {
-          status: 502,
-          title: 'Capture mismatch',
-        },
-      );
-    }
-    await guard.check();
-    return { bytes, sha256, length };
+    // Checked again here, and the fresh authority asked, before the last chunk leaves: a reader
+    // never completes a document that is not the stored capture, or after its permission went.
+    const verified = verifiedCapture(
+      source,
+      { sha256, length },
+      (why) =>
+        new BuildTestRefusedError(
+          'build-test-capture-mismatch',
+          `the sealed bytes are not the stored capture: ${why}`,
+          {
+            status: 502,
+            title: 'Capture mismatch',
+          },
+        ),
+      () => guard.check(),
+    );
+    // The first chunk is read before the answer starts, so a capture that cannot be read at all
+    // (or one short enough to be checked whole) is still refused with a problem.
+    const chunks = verified[Symbol.asyncIterator]();
+    const first = await chunks.next();
+    return { chunks: resumed(first, chunks), sha256, length };
   }
 
   /** Verify the Events journal acknowledgment through Core, save it, then clean up the exact Pods. */
@@ -576,4 +585,14 @@ function sameRequest(row: BuildTestOperationRow, request: BuildTestCommandReques
   return (
     sameJson(row.checkpoint, request.checkpoint) && sameJson(row.expectedBinding, request.expectedBinding)
   );
+}
+
+/** The stream again from a chunk already read off it. */
+async function* resumed(
+  first: IteratorResult<Uint8Array, void>,
+  rest: AsyncIterator<Uint8Array, void, undefined>,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  if (first.done === true) return;
+  yield first.value;
+  for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
 }

@@ -244,7 +244,20 @@ export function buildTestRoutes(service: BuildTestService): OpenAPIHono<AppEnv> 
   app.openapi(routes.capture, async (c) => {
     const { operationId, ...address } = c.req.valid('param');
     const capture = await service.capture(actorOf(c), address, operationId);
-    return c.body(Buffer.from(capture.bytes), 200, {
+    // Streamed with its exact length; a stream that fails after the answer began (a mismatch found
+    // at the end, the collector lost) destroys the connection, so the reader gets no whole document.
+    const logger = c.var.logger;
+    // Behind a Node server (cli/serve.ts), the connection itself; absent in-process (app.request).
+    const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
+    const cut = (error: unknown) => {
+      logger.warn(
+        { operationId, error: error instanceof Error ? error.message : String(error) },
+        'workspace capture cut off after its answer began',
+      );
+      outgoing?.destroy();
+      return outgoing !== undefined;
+    };
+    return c.body(streamOf(capture.chunks, cut), 200, {
       'content-type': 'application/octet-stream',
       'content-length': String(capture.length),
       'x-sandlot-capture-sha256': capture.sha256,
@@ -255,4 +268,36 @@ export function buildTestRoutes(service: BuildTestService): OpenAPIHono<AppEnv> 
     return answer(c, await service.acknowledge(actorOf(c), address, operationId, c.req.valid('json')));
   });
   return app;
+}
+
+/**
+ * A pull-driven byte stream of `chunks`: read as the client reads; a cancelled answer stops it. A
+ * failure after the answer began goes to `cut`, which ends the connection itself (true) or leaves
+ * the stream to fail (false: an in-process reader sees the error).
+ */
+function streamOf(
+  chunks: AsyncIterable<Uint8Array>,
+  cut: (error: unknown) => boolean,
+): ReadableStream<Uint8Array> {
+  const iterator = chunks[Symbol.asyncIterator]();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let next: IteratorResult<Uint8Array, void>;
+        try {
+          next = await iterator.next();
+        } catch (error) {
+          if (cut(error)) controller.close();
+          else controller.error(error);
+          return;
+        }
+        if (next.done === true) controller.close();
+        else controller.enqueue(next.value);
+      },
+      async cancel() {
+        await iterator.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }

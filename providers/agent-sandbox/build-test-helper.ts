@@ -9,7 +9,12 @@ import type { KubeConfig, V1Pod } from './client-node.ts';
 import { budget } from './kube-errors.ts';
 import type { BuildTestKube } from './build-test-kube.ts';
 import { isTerminal } from './build-test-observe.ts';
-import { exchangeWithContainer, type PodExchangeResult } from './pod-exchange.ts';
+import {
+  exchangeWithContainer,
+  type ExchangeFlow,
+  type PodExchangeOptions,
+  type PodExchangeResult,
+} from './pod-exchange.ts';
 import { COLLECTOR_CONTAINER, PREPARATION_CONTAINER } from './build-test-names.ts';
 
 /** Receipts and answers are short JSON; anything longer is not our helper's. */
@@ -42,6 +47,7 @@ function exchange(
   payload: Uint8Array,
   call: CallOptions,
   maxResponseBytes = MAX_ANSWER_BYTES,
+  onStdout?: PodExchangeOptions['onStdout'],
 ): Promise<PodExchangeResult> {
   return exchangeWithContainer(
     kube,
@@ -54,7 +60,7 @@ function exchange(
       requestFingerprint: target.fingerprint,
       payload,
     },
-    { ...call, maxResponseBytes },
+    { ...call, maxResponseBytes, ...(onStdout === undefined ? {} : { onStdout }) },
   );
 }
 
@@ -76,9 +82,81 @@ export async function release(kube: KubeConfig, target: HelperTarget, call: Call
 export const collectorReceipt = (kube: KubeConfig, target: HelperTarget, call: CallOptions) =>
   exchange(kube, target, COLLECTOR_CONTAINER, 'receipt', new Uint8Array(0), call);
 
-/** The sealed bytes, read with the answer bounded to exactly the reference's length. */
-export const collectorCapture = (kube: KubeConfig, target: HelperTarget, length: number, call: CallOptions) =>
-  exchange(kube, target, COLLECTOR_CONTAINER, 'capture', new Uint8Array(0), call, length);
+/** Stdout queued by a streamed capture before the exchange stops reading from the connection. */
+const CAPTURE_HIGH_WATER_BYTES = 1024 * 1024;
+
+/**
+ * The sealed bytes as they arrive, the answer bounded to exactly the reference's length. The
+ * exchange starts with the first read; leaving the stream early cancels it.
+ */
+export async function* collectorCaptureStream(
+  kube: KubeConfig,
+  target: HelperTarget,
+  length: number,
+  call: CallOptions,
+): AsyncGenerator<Uint8Array, void, undefined> {
+  const state: {
+    queue: Buffer[];
+    queued: number;
+    paused: ExchangeFlow | null;
+    wake: (() => void) | null;
+    ended: { error: unknown } | null;
+  } = { queue: [], queued: 0, paused: null, wake: null, ended: null };
+  const stop = new AbortController();
+  const signal = AbortSignal.any([call.signal, stop.signal]);
+  const onStdout = (chunk: Buffer, flow: ExchangeFlow) => {
+    state.queue.push(chunk);
+    state.queued += chunk.length;
+    if (state.queued > CAPTURE_HIGH_WATER_BYTES && state.paused === null) {
+      state.paused = flow;
+      flow.pause();
+    }
+    state.wake?.();
+  };
+  const empty = new Uint8Array(0);
+  const exchanged = exchange(
+    kube,
+    target,
+    COLLECTOR_CONTAINER,
+    'capture',
+    empty,
+    { ...call, signal },
+    length,
+    onStdout,
+  );
+  void exchanged
+    .then(
+      () => (state.ended = { error: null }),
+      (error: unknown) => (state.ended = { error }),
+    )
+    .finally(() => state.wake?.());
+  try {
+    for (;;) {
+      const chunk = state.queue.shift();
+      if (chunk !== undefined) {
+        state.queued -= chunk.length;
+        if (state.paused !== null && state.queued <= CAPTURE_HIGH_WATER_BYTES / 2) {
+          state.paused.resume();
+          state.paused = null;
+        }
+        yield chunk;
+        continue;
+      }
+      if (state.ended !== null) {
+        const failure = state.ended.error;
+        if (failure !== null)
+          throw failure instanceof Error ? failure : new Error('the capture exchange failed');
+        return;
+      }
+      await new Promise<void>((resolve) => (state.wake = resolve));
+      state.wake = null;
+    }
+  } finally {
+    // A reader that left early (or a failure) ends the exchange; its own error is already seen.
+    stop.abort();
+    await exchanged.catch(() => undefined);
+  }
+}
 
 /**
  * Waits until the helper runs (its init container running, or the Pod Running) and answers the Pod

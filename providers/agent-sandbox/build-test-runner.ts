@@ -8,7 +8,6 @@
 // stays until cleanup deletes it; observeCommand answers `failed`/`preparation-failed`). An exited
 // command's observation carries its log, read back bounded by the maxLogBytes stamped on the Pod
 // (build-test-log.ts); a log that cannot be read is marked unavailable and never decides anything.
-import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import type {
   BuildTestBinding,
@@ -25,7 +24,14 @@ import type {
 import { definitive, ProviderError, uncertain } from '../errors.ts';
 import type { CallOptions } from '../provider.ts';
 import { BuildTestKube } from './build-test-kube.ts';
-import { awaitHelper, collectorCapture, collectorReceipt, prepare, release } from './build-test-helper.ts';
+import {
+  awaitHelper,
+  collectorCaptureStream,
+  collectorReceipt,
+  prepare,
+  release,
+} from './build-test-helper.ts';
+import { verifiedCapture } from '../../lib/capture-stream.ts';
 import { resolveLease, leaseSnapshot } from './build-test-lease.ts';
 import { evictionOf } from './build-test-evictions.ts';
 import { readCommandLog } from './build-test-log.ts';
@@ -60,8 +66,6 @@ export interface AgentSandboxBuildTestRunnerDeps {
   /** The adapter's namespace; a lease whose snapshot names another is refused. */
   namespace: string;
 }
-
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 export class AgentSandboxBuildTestRunner implements BuildTestRunner {
   private readonly kubeConfig: KubeConfig;
@@ -201,7 +205,7 @@ export class AgentSandboxBuildTestRunner implements BuildTestRunner {
     });
   }
 
-  readCapture(ref: CaptureRef, options: CallOptions): Promise<Uint8Array> {
+  readCapture(ref: CaptureRef, options: CallOptions): Promise<AsyncIterable<Uint8Array>> {
     return this.call('readCapture', options, async () => {
       const pod = await this.readPod(ref.binding, ref.placement, 'collector', options);
       if (pod === null || pod.metadata?.uid !== ref.collectorPodUid) {
@@ -211,11 +215,10 @@ export class AgentSandboxBuildTestRunner implements BuildTestRunner {
         throw definitive('capture-gone', `Collector Pod ${ref.collectorPodUid} no longer serves its capture`);
       }
       const target = { namespace: this.namespace, pod, fingerprint: ref.binding.requestFingerprint };
-      const { stdout } = await collectorCapture(this.kubeConfig, target, ref.length, options);
-      if (stdout.length !== ref.length || sha256(stdout) !== ref.sha256) {
-        throw definitive('capture-mismatch', `Collector Pod ${ref.collectorPodUid} sealed another document`);
-      }
-      return new Uint8Array(stdout.buffer, stdout.byteOffset, stdout.length);
+      const bytes = collectorCaptureStream(this.kubeConfig, target, ref.length, options);
+      return verifiedCapture(bytes, ref, (why) =>
+        definitive('capture-mismatch', `Collector Pod ${ref.collectorPodUid} answered ${why}`),
+      );
     });
   }
 

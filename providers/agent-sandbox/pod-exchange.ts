@@ -58,6 +58,18 @@ export interface PodExchangeOptions extends CallOptions {
   maxResponseBytes?: number;
   /** Stderr kept; the rest is dropped, not refused (default 64 KiB). */
   maxStderrBytes?: number;
+  /**
+   * Takes stdout after the identity line as it arrives instead of keeping it (the result's `stdout`
+   * is then empty); still bounded by `maxResponseBytes`. `flow` stops and restarts reading from the
+   * connection, so a slow reader holds the helper back instead of filling memory.
+   */
+  onStdout?: (chunk: Buffer, flow: ExchangeFlow) => void;
+}
+
+/** Backpressure on an exchange's answer. */
+export interface ExchangeFlow {
+  pause(): void;
+  resume(): void;
 }
 
 /** The exec status from channel 3, reduced to what callers decide on. */
@@ -165,6 +177,7 @@ export async function exchangeWithContainer(
     perMessageDeflate: false,
     maxPayload: maxResponse + maxStderr + MAX_IDENTITY_BYTES + 1,
   });
+  const flow: ExchangeFlow = { pause: () => ws.pause(), resume: () => ws.resume() };
   return new Promise<PodExchangeResult>((resolve, reject) => {
     let phase: 'identity' | 'transfer' | 'response' = 'identity';
     let settled = false;
@@ -284,7 +297,8 @@ export async function exchangeWithContainer(
         finish(failed('exec-response-too-large', `the helper's answer exceeds ${maxResponse} bytes`));
         return;
       }
-      stdout.push(body);
+      if (options.onStdout === undefined) stdout.push(body);
+      else options.onStdout(body, flow);
     };
 
     const onStatus = (status: ExecStatus) => {

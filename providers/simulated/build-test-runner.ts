@@ -34,6 +34,7 @@ import type {
   PodRef,
   PodRole,
 } from '../build-test.ts';
+import { chunksOfBytes, verifiedCapture } from '../../lib/capture-stream.ts';
 import { callBudget, hasTimeLeft } from '../call-budget.ts';
 import { definitive, ProviderError, uncertain } from '../errors.ts';
 import type { CallOptions } from '../provider.ts';
@@ -184,7 +185,7 @@ export class SimulatedBuildTestRunner implements BuildTestRunner {
     });
   }
 
-  readCapture(ref: CaptureRef, options: CallOptions): Promise<Uint8Array> {
+  readCapture(ref: CaptureRef, options: CallOptions): Promise<AsyncIterable<Uint8Array>> {
     return this.call('readCapture', options, async () => {
       const row = await findBuildTestPodByUid(this.db, ref.collectorPodUid);
       if (row === null || row.role !== 'collector') {
@@ -200,7 +201,10 @@ export class SimulatedBuildTestRunner implements BuildTestRunner {
       if (bytes.length !== ref.length || sha256Of(bytes) !== ref.sha256 || row.sealedSha256 !== ref.sha256) {
         throw definitive('capture-mismatch', `Collector Pod ${row.podUid} sealed another document`);
       }
-      return new Uint8Array(bytes);
+      // Copied: the stored row's bytes are the simulated Pod's private state.
+      return verifiedCapture(chunksOfBytes(new Uint8Array(bytes)), ref, (why) =>
+        definitive('capture-mismatch', `Collector Pod ${row.podUid} answered ${why}`),
+      );
     });
   }
 

@@ -39,6 +39,7 @@ import {
   runnerProfile,
   type RunnerOperation,
 } from '../support/build-test-runner-fixture.ts';
+import { collectCapture } from '../../lib/capture-stream.ts';
 
 let fake: FakeKubeApi;
 let bt: FakeBuildTest;
@@ -135,9 +136,11 @@ describe.skipIf(skipWithoutCrds)('AgentSandboxBuildTestRunner on the fake Kubern
       operationId: op.binding.operationId,
     });
     const capture = collector.receipt.capture!;
-    const bytes = await runner.readCapture(
-      { binding: op.binding, placement: op.placement, collectorPodUid: collectorPod.uid, ...capture },
-      budget(),
+    const bytes = await collectCapture(
+      await runner.readCapture(
+        { binding: op.binding, placement: op.placement, collectorPodUid: collectorPod.uid, ...capture },
+        budget(),
+      ),
     );
     expect({ sha256: sha256(bytes), length: bytes.length }).toEqual(capture);
     expect(Buffer.from(bytes).equals(bt.sealed.get(collectorPod.uid)!)).toBe(true);

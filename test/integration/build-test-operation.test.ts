@@ -5,6 +5,9 @@
 // exact Pods are deleted and the capture is gone (410). A lease keeps the AcceptedBuildTestProfile
 // it accepted: a process whose profile changed runs operations on an old lease under the old one.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +19,7 @@ import {
 } from '../../actors/build-test/core-embedded.ts';
 import { parseDocument } from '../../formats/awscapt2/output-document.ts';
 import type { BuildTestRunner } from '../../providers/build-test.ts';
+import { collectCapture } from '../../lib/capture-stream.ts';
 import { SimulatedBuildTestRunner } from '../../providers/simulated/build-test-runner.ts';
 import { recordBuildTestStep, readBuildTestOperation } from '../../store/build-test-operations.ts';
 import { sha256 } from '../support/build-test-commands.ts';
@@ -60,6 +64,42 @@ interface Result {
   replay: boolean;
 }
 
+/**
+ * When set, the capture the API reads comes in 256-byte chunks with its last byte changed, and the
+ * last chunk only once `lastChunk` opens (the test opens it when the first bytes reached it).
+ */
+let tamperCapture = false;
+let lastChunk = gate();
+
+function gate(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = () => {};
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+/** The runner, but its captures can be made to lie (a provider that answers other bytes). */
+function lyingAboutCaptures(runner: BuildTestRunner): BuildTestRunner {
+  async function* tampered(source: AsyncIterable<Uint8Array>) {
+    const whole = await collectCapture(source);
+    whole[whole.length - 1] = (whole[whole.length - 1] ?? 0) ^ 0xff;
+    for (let at = 0; at < whole.length; at += 256) {
+      if (at + 256 >= whole.length) await lastChunk.promise;
+      yield whole.subarray(at, at + 256);
+    }
+  }
+  return {
+    startCommand: (...a) => runner.startCommand(...a),
+    observeCommand: (...a) => runner.observeCommand(...a),
+    startCollector: (...a) => runner.startCollector(...a),
+    observeCollector: (...a) => runner.observeCollector(...a),
+    readCapture: async (...a) => {
+      const stream = await runner.readCapture(...a);
+      return tamperCapture ? tampered(stream) : stream;
+    },
+    deletePods: (...a) => runner.deletePods(...a),
+  };
+}
+
 describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
   let pg: IsolatedPostgres;
   let h: Harness;
@@ -73,11 +113,13 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     const db = pg.open();
     stateDir = await mkdtemp(join(tmpdir(), 'sandlot-bt-op-'));
     runner = new SimulatedBuildTestRunner({ db, stateDir });
+    tamperCapture = false;
+    lastChunk = gate();
     const core = new EmbeddedCore(db);
     h = await buildHarness(db, {
       workers: { callTimeoutMs: 5_000 },
       buildTest: {
-        offer: { profile, core, runner },
+        offer: { profile, core, runner: lyingAboutCaptures(runner) },
         worker: embeddedWorker(runner, core),
       },
     });
@@ -162,6 +204,56 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     };
   }
 
+  it('streams the capture, and cuts the connection when the bytes turn out not to be the sealed ones', async () => {
+    await acceptVersion2('cp-lie', ['dist/app.js']);
+    expect((await create('cp-lie')).status).toBe(202);
+    const done = await settled('op-cp-lie');
+    const length = done.capture?.length ?? 0;
+    expect(length).toBeGreaterThan(512);
+    tamperCapture = true;
+    const server = serve({ fetch: h.fetch, port: 0, hostname: '127.0.0.1' }) as http.Server;
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const path = `${commands()}/op-cp-lie/workspace-capture`;
+      const answer = await new Promise<{ status: number; declared: string; got: number; cut: boolean }>(
+        (resolve, reject) => {
+          const req = http.get(
+            { host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${s.token}` } },
+            (res) => {
+              let got = 0;
+              const end = (cut: boolean) =>
+                resolve({
+                  status: res.statusCode ?? 0,
+                  declared: String(res.headers['content-length']),
+                  got,
+                  cut,
+                });
+              res.on('data', (chunk: Buffer) => {
+                // Bytes arrive while the provider is still answering: the capture streams.
+                got += chunk.length;
+                lastChunk.resolve();
+              });
+              res.on('end', () => end(!res.complete));
+              res.on('error', () => end(true));
+              res.on('aborted', () => end(true));
+            },
+          );
+          req.on('error', reject);
+        },
+      );
+      // The answer began (200, the exact length declared), but ended before its last chunk.
+      expect(answer).toMatchObject({ status: 200, declared: String(length), cut: true });
+      expect(answer.got).toBeLessThan(length);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+    // Read honestly again, the capture is whole: nothing was changed by the failed read.
+    tamperCapture = false;
+    const again = await h.request('GET', `${commands()}/op-cp-lie/workspace-capture`, { token: s.token });
+    expect(sha256(Buffer.from(await again.arrayBuffer()))).toBe(done.capture?.sha256);
+  });
+
   it('version 2: runs once, captures the exact sealed document, acknowledges once, cleans up', async () => {
     const command = await acceptVersion2('cp-v2', ['dist/app.js']);
     const created = await create('cp-v2');
@@ -184,6 +276,7 @@ describe('a BuildTest operation (embedded mode, simulated Pods)', () => {
     expect(capture.status).toBe(200);
     expect(capture.headers.get('content-type')).toBe('application/octet-stream');
     expect(capture.headers.get('cache-control')).toBe('no-store');
+    expect(capture.headers.get('content-length')).toBe(String(done.capture?.length));
     const bytes = Buffer.from(await capture.arrayBuffer());
     expect({ sha256: sha256(bytes), length: bytes.length }).toEqual(done.capture);
     expect(capture.headers.get('x-sandlot-capture-sha256')).toBe(done.capture?.sha256);

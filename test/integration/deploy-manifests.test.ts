@@ -71,6 +71,7 @@ import {
   uses,
   type ApiCall,
 } from '../support/rbac-check.ts';
+import { collectCapture } from '../../lib/capture-stream.ts';
 
 /** Stand-ins for the ConfigMap `sandlot-agenthost`'s two files (no credential in either). */
 const CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -786,9 +787,11 @@ async function runWorkload(
       expect(collector.state).toBe('sealed');
       if (collector.state !== 'sealed' || collector.receipt.capture === null) throw new Error('no capture');
       const capture = collector.receipt.capture;
-      const bytes = await runner.readCapture(
-        { binding: op.binding, placement: op.placement, collectorPodUid: collectorPod.uid, ...capture },
-        budget(),
+      const bytes = await collectCapture(
+        await runner.readCapture(
+          { binding: op.binding, placement: op.placement, collectorPodUid: collectorPod.uid, ...capture },
+          budget(),
+        ),
       );
       expect(bytes.length).toBe(capture.length);
       await runner.deletePods(op.binding, op.placement, [commandPod, collectorPod], budget());

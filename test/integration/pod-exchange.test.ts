@@ -208,6 +208,36 @@ describe.skipIf(skipWithoutCrds)('Pod exchange over the exec subresource', () =>
     expect(error).toMatchObject({ kind: 'uncertain', code: 'exec-response-too-large' });
   });
 
+  it('hands a streamed answer over chunk by chunk, in order, paused and resumed by its reader', async () => {
+    const pieces = Array.from({ length: 16 }, (_, i) => Buffer.alloc(64 * 1024, i));
+    fake.execHandlers.set('flood', async (context) => {
+      await context.identify(fingerprint);
+      await digestStdin(context);
+      for (const piece of pieces) await context.stdout(piece);
+      return 0;
+    });
+    const seen: Buffer[] = [];
+    let pauses = 0;
+    const result = await exchangeWithContainer(
+      k.config,
+      exchangeRequest(Buffer.from('x'), { container: 'flood' }),
+      {
+        ...within(),
+        maxResponseBytes: 16 * 64 * 1024,
+        onStdout: (chunk, flow) => {
+          seen.push(chunk);
+          // A slow reader: the connection is not read until this chunk is taken.
+          flow.pause();
+          pauses += 1;
+          setImmediate(() => flow.resume());
+        },
+      },
+    );
+    expect(result.stdout.length).toBe(0);
+    expect(pauses).toBe(seen.length);
+    expect(Buffer.concat(seen).equals(Buffer.concat(pieces))).toBe(true);
+  });
+
   it('fails with the exit code of a non-Success status', async () => {
     fake.execFaults.next({ kind: 'exit', exitCode: 3 });
     const error = await failure(

@@ -27,6 +27,7 @@ import {
   runnerProfile,
   type RunnerOperation,
 } from '../support/build-test-runner-fixture.ts';
+import { collectCapture } from '../../lib/capture-stream.ts';
 
 const run = promisify(execFile);
 const git = (cwd: string, ...args: string[]) =>
@@ -128,9 +129,11 @@ describe('SimulatedBuildTestRunner', () => {
     });
     expect(receipt.outputs.map((o) => o.path)).toEqual(['dist/app.js', 'src/index.js']);
     const capture = receipt.capture!;
-    const bytes = await runner.readCapture(
-      { binding: op.binding, placement: op.placement, collectorPodUid: collectorPod.uid, ...capture },
-      budget(),
+    const bytes = await collectCapture(
+      await runner.readCapture(
+        { binding: op.binding, placement: op.placement, collectorPodUid: collectorPod.uid, ...capture },
+        budget(),
+      ),
     );
     expect({ sha256: sha256(bytes), length: bytes.length }).toEqual(capture);
     const document = parseDocument(bytes);
@@ -331,7 +334,7 @@ describe('SimulatedBuildTestRunner', () => {
       collectorPodUid: collectorPod.uid,
       ...receiptOf(collector).capture!,
     };
-    expect(Buffer.from(await restarted.readCapture(ref, budget()))).toEqual(sealed!.sealedDocument);
+    expect(await collectCapture(await restarted.readCapture(ref, budget()))).toEqual(sealed!.sealedDocument);
     expect(await findBuildTestPod(db, op.binding.operationId, 'collector')).toEqual(sealed);
     const other = await refusal(restarted.readCapture({ ...ref, length: ref.length + 1 }, budget()));
     expect(other.code).toBe('capture-mismatch');

@@ -50,7 +50,7 @@ export interface Harness {
   selections: RunSelectionSource;
   workers: WorkerHost | null;
   /** The app's fetch handler, for tests that serve it over a real socket. */
-  fetch: (request: Request) => Response | Promise<Response>;
+  fetch: (request: Request, env?: unknown) => Response | Promise<Response>;
   close(): Promise<void>;
   request(
     method: string,
@@ -182,7 +182,8 @@ export async function buildHarness(db: Database, options: HarnessOptions = {}): 
     authority,
     selections,
     workers,
-    fetch: (request) => app.fetch(request),
+    // The Node server's bindings (its `incoming` and `outgoing`) passed on, as `serve` does.
+    fetch: (request, env) => app.fetch(request, env),
     async close() {
       await workers?.close();
       await provider.close();
