@@ -11,6 +11,7 @@ export default tseslint.config(
       'coverage/',
       'bench/peers/engines/',
       'http/typed-client/api.ts',
+      'http/typed-client/types/',
     ],
   },
   js.configs.recommended,

@@ -1,19 +1,20 @@
-// Regenerates http/typed-client/api.ts, the TypeScript types of the OpenAPI document, from the
-// document an embedded server answers (every route, the admin ones included).
+// Regenerates http/typed-client/api.ts and http/typed-client/types/*.ts, the TypeScript types of the
+// OpenAPI document (one module per tag), from the document an embedded server answers (every
+// route, the admin ones included).
 //
 //   npx tsx scripts/openapi-client.ts           rewrite the file when it is stale
 //   npx tsx scripts/openapi-client.ts --check   change nothing; exit 1 when it is stale
 //
-// test/integration/openapi.test.ts fails while the committed file differs from the document.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+// test/integration/typed-client.test.ts fails while a committed file differs from the document.
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { composeSandlot } from '../cli/compose.ts';
 import { loadConfig } from '../config/load.ts';
-import { generateApiTypes, type OpenApiDocument } from '../http/typed-client/generate.ts';
+import { GENERATED_DIR, generateApiModules, type OpenApiDocument } from '../http/typed-client/generate.ts';
 
-const target = new URL('../http/typed-client/api.ts', import.meta.url);
+const root = new URL('../http/typed-client/', import.meta.url);
 const args = process.argv.slice(2);
 const check = args.includes('--check');
 const unknown = args.filter((a) => a !== '--check');
@@ -42,18 +43,29 @@ async function main(): Promise<number> {
     );
     return 2;
   }
-  const fresh = generateApiTypes(await currentDocument());
-  const committed = await readFile(target, 'utf8').catch(() => '');
-  if (fresh === committed) {
-    process.stdout.write('openapi-client: http/typed-client/api.ts is up to date\n');
+  const fresh = generateApiModules(await currentDocument());
+  // A module of a tag that is gone is stale too: it is removed.
+  const present = await readdir(new URL(`${GENERATED_DIR}/`, root)).catch(() => [] as string[]);
+  const gone = present.map((f) => `${GENERATED_DIR}/${f}`).filter((f) => !fresh.has(f));
+  const stale: string[] = [...gone];
+  for (const [file, text] of fresh) {
+    if ((await readFile(new URL(file, root), 'utf8').catch(() => '')) !== text) stale.push(file);
+  }
+  if (stale.length === 0) {
+    process.stdout.write(`openapi-client: http/typed-client/ is up to date (${fresh.size} files)\n`);
     return 0;
   }
   if (check) {
-    process.stderr.write('openapi-client: http/typed-client/api.ts is stale, run `npm run openapi-client`\n');
+    process.stderr.write(
+      `openapi-client: stale in http/typed-client/: ${stale.join(', ')}; run \`npm run openapi-client\`\n`,
+    );
     return 1;
   }
-  await writeFile(target, fresh);
-  process.stdout.write('openapi-client: rewrote http/typed-client/api.ts\n');
+  await mkdir(new URL(`${GENERATED_DIR}/`, root), { recursive: true });
+  for (const file of gone) await rm(new URL(file, root));
+  for (const file of stale.filter((f) => fresh.has(f)))
+    await writeFile(new URL(file, root), fresh.get(file)!);
+  process.stdout.write(`openapi-client: rewrote ${stale.join(', ')} in http/typed-client/\n`);
   return 0;
 }
 

@@ -3,7 +3,8 @@
 // each answer by status. http/typed-client/client.ts types its calls with them.
 //
 // Generated, never edited: `npx tsx scripts/openapi-client.ts` rewrites http/typed-client/api.ts
-// from the document the embedded server answers, and a test fails while the committed file differs.
+// and the modules under http/typed-client/types/ from the document the embedded server answers,
+// and a test fails while a committed file differs.
 
 type Schema = Record<string, unknown>;
 
@@ -117,39 +118,132 @@ function responsesType(operation: Operation, indent: string): string {
   return entries.length === 0 ? 'Record<never, never>' : `{\n${entries.join('\n')}\n${indent}}`;
 }
 
-/** The whole generated module. */
-export function generateApiTypes(doc: OpenApiDocument): string {
-  const out: string[] = [
-    '// Generated from /openapi.json by scripts/openapi-client.ts; do not edit.',
-    '/* eslint-disable */',
-    '',
-  ];
-  for (const [name, schema] of Object.entries(doc.components?.schemas ?? {}).sort(([a], [b]) =>
-    a.localeCompare(b),
-  )) {
-    out.push(`export type ${name} = ${typeOf(schema)};`, '');
-  }
-  out.push('export interface Paths {');
-  for (const path of Object.keys(doc.paths).sort()) {
-    out.push(`  ${literal(path)}: {`);
-    const item = doc.paths[path] ?? {};
-    for (const method of METHODS) {
-      const operation = item[method];
-      if (operation === undefined) continue;
-      const parameters = operation.parameters ?? [];
-      if (operation.summary !== undefined)
-        out.push(`    /** ${operation.summary.replaceAll('*/', '*\\/')} */`);
-      out.push(
-        `    ${method}: {`,
-        `      path: ${parametersType(parameters, 'path', '      ')};`,
-        `      query: ${parametersType(parameters, 'query', '      ')};`,
-        `      body: ${bodyType(operation)};`,
-        `      responses: ${responsesType(operation, '      ')};`,
-        '    };',
-      );
+/** The folder (under http/typed-client/) the generated modules go in, beside the index `api.ts`. */
+export const GENERATED_DIR = 'types';
+
+const HEADER = [
+  '// Generated from /openapi.json by scripts/openapi-client.ts; do not edit.',
+  '/* eslint-disable */',
+  '',
+];
+
+/** The `from` clause of a generated import (built, so compiled code names no `.ts` module itself). */
+const fromModule = (specifier: string) => `from '${specifier}'`;
+
+const slugOf = (tag: string) =>
+  tag
+    .split(/[^A-Za-z]+/)[0]!
+    .replace(/([a-z])([A-Z])/g, '$1-$2')
+    .toLowerCase();
+
+const pascal = (slug: string) =>
+  slug
+    .split('-')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+
+/** Every component name a schema (or an operation) refers to, directly. */
+function refsOf(value: unknown, into = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) for (const item of value) refsOf(item, into);
+  else if (value !== null && typeof value === 'object') {
+    for (const [name, inner] of Object.entries(value)) {
+      if (name === '$ref' && typeof inner === 'string') into.add(inner.replace('#/components/schemas/', ''));
+      else refsOf(inner, into);
     }
-    out.push('  };');
   }
-  out.push('}', '');
-  return out.join('\n');
+  return into;
+}
+
+function operationLines(path: string, item: Record<string, Operation>): string[] {
+  const out = [`  ${literal(path)}: {`];
+  for (const method of METHODS) {
+    const operation = item[method];
+    if (operation === undefined) continue;
+    const parameters = operation.parameters ?? [];
+    if (operation.summary !== undefined) out.push(`    /** ${operation.summary.replaceAll('*/', '*\\/')} */`);
+    out.push(
+      `    ${method}: {`,
+      `      path: ${parametersType(parameters, 'path', '      ')};`,
+      `      query: ${parametersType(parameters, 'query', '      ')};`,
+      `      body: ${bodyType(operation)};`,
+      `      responses: ${responsesType(operation, '      ')};`,
+      '    };',
+    );
+  }
+  out.push('  };');
+  return out;
+}
+
+/**
+ * The generated modules, by file name under http/typed-client/: one per OpenAPI tag
+ * (`types/<tag>.ts`: the component types only that tag's operations use, and its paths), the
+ * types several tags share (`types/shared.ts`), and `api.ts`, which exports them all and `Paths`,
+ * every path of the document.
+ */
+export function generateApiModules(doc: OpenApiDocument): Map<string, string> {
+  const schemas = doc.components?.schemas ?? {};
+  const tagOfOperation = (operation: Operation & { tags?: string[] }) => operation.tags?.[0] ?? 'Untagged';
+  // Which tags use each schema, through its operations' refs and the refs of those schemas.
+  const usedBy = new Map<string, Set<string>>();
+  const pathsOf = new Map<string, string[]>();
+  for (const path of Object.keys(doc.paths).sort()) {
+    const item = doc.paths[path] ?? {};
+    const tags = new Set(
+      METHODS.flatMap((m) =>
+        item[m] === undefined ? [] : [tagOfOperation(item[m] as Operation & { tags?: string[] })],
+      ),
+    );
+    const tag = [...tags][0] ?? 'Untagged';
+    pathsOf.set(tag, [...(pathsOf.get(tag) ?? []), path]);
+    const pending = [...refsOf(item)];
+    const seen = new Set<string>();
+    while (pending.length > 0) {
+      const name = pending.pop()!;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      for (const t of tags) usedBy.set(name, (usedBy.get(name) ?? new Set()).add(t));
+      pending.push(...refsOf(schemas[name]));
+    }
+  }
+  const home = (name: string) => {
+    const tags = usedBy.get(name);
+    return tags?.size === 1 ? slugOf([...tags][0]!) : 'shared';
+  };
+  const names = Object.keys(schemas).sort((a, b) => a.localeCompare(b));
+  const slugs = [...new Set([...pathsOf.keys()].map(slugOf))].sort();
+  const files = new Map<string, string>();
+  for (const slug of ['shared', ...slugs]) {
+    const own = names.filter((name) => home(name) === slug);
+    const body: string[] = [];
+    for (const name of own) body.push(`export type ${name} = ${typeOf(schemas[name])};`, '');
+    const paths = [...pathsOf.entries()].filter(([tag]) => slugOf(tag) === slug).flatMap(([, p]) => p);
+    if (slug !== 'shared') {
+      body.push(`export interface ${pascal(slug)}Paths {`);
+      for (const path of paths.sort()) body.push(...operationLines(path, doc.paths[path] ?? {}));
+      body.push('}', '');
+    }
+    const text = body.join('\n');
+    // Types of other modules this one names: only shared ones (a tag's own types are its alone).
+    const imported = names.filter(
+      (name) => home(name) !== slug && new RegExp(`(?<![\\w"$])${name}(?![\\w"$])`).test(text),
+    );
+    const imports =
+      imported.length === 0
+        ? []
+        : [`import type { ${imported.join(', ')} } ${fromModule('./shared.ts')};`, ''];
+    files.set(`${GENERATED_DIR}/${slug}.ts`, [...HEADER, ...imports, text].join('\n'));
+  }
+  const index = [...HEADER];
+  for (const slug of ['shared', ...slugs])
+    index.push(`export type * ${fromModule(`./${GENERATED_DIR}/${slug}.ts`)};`);
+  index.push('');
+  for (const slug of slugs)
+    index.push(`import type { ${pascal(slug)}Paths } ${fromModule(`./${GENERATED_DIR}/${slug}.ts`)};`);
+  index.push('', '/** Every path of the document, with its methods. */');
+  index.push(
+    `export interface Paths extends ${slugs.map((slug) => `${pascal(slug)}Paths`).join(', ')} {}`,
+    '',
+  );
+  files.set('api.ts', index.join('\n'));
+  return files;
 }
