@@ -289,10 +289,14 @@ export class SandboxInspection {
         : null;
     // The revision first: everything read after it is at least as new, so a caller waiting past
     // it misses no change. The reads after it are independent of each other and go out together.
-    const revision = (await readEnvironment(db, env.environmentId))?.revision ?? env.revision;
+    // An answer that made no observation moved nothing itself: the Environment as read first (before
+    // the lease) is the revision, and the lease as read after it the last.
+    const revision = unobserved
+      ? env.revision
+      : ((await readEnvironment(db, env.environmentId))?.revision ?? env.revision);
     const volumeId = (request?.workspace ?? first.workspace).volumeId;
     const [last, volume, workspaceConflicts, flushed] = await Promise.all([
-      readLeaseByOperation(db, first.operationId),
+      unobserved ? first : readLeaseByOperation(db, first.operationId),
       readVolume(db, volumeId),
       readOpenWorkspaceConflicts(db, env.environmentId, volumeId),
       readLatestVerifiedFlushOfLease(db, first.operationId),
