@@ -1,7 +1,7 @@
 // The model the Environment's model-based test explores: the machine snapshot plus what the runtime
 // holds outside it (every effect declared so far, by attempt id), so that a provider result echoes
 // the fences of the outbox row it answers, as a worker's would.
-import { fromTransition, initialTransition, type ExecutableActionsFrom } from 'xstate';
+import { initialTransition, type ExecutableActionsFrom } from 'xstate';
 import { environmentMachine, type EnvironmentMachine } from '../../machines/environment.ts';
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { SandboxState } from '../../machines/environment-context.ts';
@@ -71,9 +71,6 @@ export function step(state: ModelState, event: EnvironmentEvent): ModelState {
   }
   return { snapshot, issued, leaseRows, depth: state.depth + 1, last: { event, actions, taken } };
 }
-
-/** The model as `xstate/graph` traverses it: any ActorLogic will do. */
-export const modelLogic = fromTransition(step, initialModel);
 
 /** Fences of the lease before this one, or (for the first lease) a provider fence never issued. */
 const staleFences = (f: LeaseFences): LeaseFences =>

@@ -2,8 +2,8 @@
 // which of them a step takes, so a model-based test can prove its paths cover the whole table.
 import {
   createActor,
-  transition,
-  type AnyMachineSnapshot,
+  type AnyActorRef,
+  type AnyActorScope,
   type AnyStateMachine,
   type AnyStateNode,
   type AnyTransitionDefinition,
@@ -49,27 +49,50 @@ export interface TakenStep<TMachine extends AnyStateMachine> {
   taken: string[];
 }
 
+/** Per machine, made once: the actor a step's scope names. Its microsteps go to `collecting`. */
+const stepActors = new WeakMap<AnyStateMachine, AnyActorRef>();
+let collecting: string[] = [];
+
+function stepScope(machine: AnyStateMachine, taken: string[], actions: unknown[]): AnyActorScope {
+  let actor = stepActors.get(machine);
+  if (actor === undefined) {
+    actor = createActor(machine, {
+      inspect: (inspection) => {
+        if (inspection.type === '@xstate.microstep')
+          collecting.push(...inspection._transitions.map(transitionLabel));
+      },
+    });
+    stepActors.set(machine, actor);
+  }
+  collecting = taken;
+  return {
+    self: actor,
+    id: '',
+    sessionId: '',
+    system: actor.system,
+    logger: () => {},
+    defer: () => {},
+    emit: () => {},
+    stopChild: () => {},
+    actionExecutor: (action) => void actions.push(action),
+  } as AnyActorScope;
+}
+
 /**
- * The pure `transition()` result, plus the transitions it took. Those are read from the
- * microsteps an inspected actor (restored from the same snapshot) reports, so guards are
- * evaluated by xstate itself rather than re-implemented here.
+ * The pure transition's next snapshot and actions, as `transition()` from xstate answers them, plus
+ * the transitions it took. One `machine.transition` call makes all three: its scope collects the
+ * actions instead of running them, and the actor the scope names reports the microsteps, so guards
+ * are evaluated by xstate itself rather than re-implemented here. (`transition()` would build a new
+ * actor, and with it the machine's initial snapshot, on every call: most of a model run's time.)
  */
 export function takeStep<TMachine extends AnyStateMachine>(
   machine: TMachine,
   snapshot: SnapshotFrom<TMachine>,
   event: EventFrom<TMachine>,
 ): TakenStep<TMachine> {
-  const [next, actions] = transition(machine, snapshot, event);
   const taken: string[] = [];
-  const actor = createActor(machine as AnyStateMachine, {
-    snapshot: snapshot as AnyMachineSnapshot,
-    inspect: (inspection) => {
-      if (inspection.type === '@xstate.microstep')
-        taken.push(...inspection._transitions.map(transitionLabel));
-    },
-  });
-  actor.start();
-  actor.send(event);
-  actor.stop();
+  const actions: ExecutableActionsFrom<TMachine>[] = [];
+  const scope: Parameters<TMachine['transition']>[2] = stepScope(machine, taken, actions);
+  const next = machine.transition(snapshot, event, scope) as SnapshotFrom<TMachine>;
   return { snapshot: next, actions, taken };
 }

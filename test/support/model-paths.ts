@@ -1,46 +1,53 @@
-// Turns an `xstate/graph` adjacency map into something a failing assertion can print: the explored
-// steps as edges, and the shortest event sequence that reaches each explored state.
-import { adjacencyMapToArray, type AdjacencyMap } from 'xstate/graph';
+// Breadth-first exploration of the Environment model: every explored step as an edge, and the
+// shortest event sequence that reaches each explored state, for failure messages. (`xstate/graph`'s
+// getAdjacencyMap does the same walk, but its queue is an array it shifts from: quadratic at the
+// quarter of a million steps the model test takes.)
 import type { EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { ModelState } from './environment-model.ts';
 
-type ModelSnapshot = { context: ModelState };
 export interface Edge {
   from: ModelState;
   event: EnvironmentEvent;
   to: ModelState;
 }
 
-export function edgesOf(adjacency: AdjacencyMap<ModelSnapshot, EnvironmentEvent>): Edge[] {
-  return adjacencyMapToArray(adjacency).map(({ state, event, nextState }) => ({
-    from: state.context,
-    event,
-    to: nextState.context,
-  }));
+export interface Exploration {
+  edges: Edge[];
+  /** By serialized state: one of the shortest event sequences from the initial state. */
+  paths: Map<string, EnvironmentEvent[]>;
 }
 
-/** Breadth-first from the initial state, so each state gets one of its shortest paths. */
-export function shortestPaths(
-  adjacency: AdjacencyMap<ModelSnapshot, EnvironmentEvent>,
-  serialize: (state: ModelState) => string,
-): Map<string, EnvironmentEvent[]> {
-  const [initial] = Object.keys(adjacency);
+export interface Walk {
+  initial: ModelState;
+  step: (state: ModelState, event: EnvironmentEvent) => ModelState;
+  events: (state: ModelState) => EnvironmentEvent[];
+  /** States with equal keys are one state: each is expanded once, at its first (shallowest) visit. */
+  serialize: (state: ModelState) => string;
+  /** Reached but not expanded. */
+  stopWhen: (state: ModelState) => boolean;
+}
+
+export function exploreModel({ initial, step, events, serialize, stopWhen }: Walk): Exploration {
+  const edges: Edge[] = [];
   const paths = new Map<string, EnvironmentEvent[]>();
-  if (initial === undefined) return paths;
-  paths.set(initial, []);
-  const queue = [initial];
-  for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
-    const path = paths.get(key) ?? [];
-    for (const { event, state } of Object.values(
-      adjacency[key as keyof typeof adjacency]?.transitions ?? {},
-    )) {
-      const next = serialize(state.context);
-      if (paths.has(next)) continue;
-      paths.set(next, [...path, event]);
-      queue.push(next);
+  const queue: { state: ModelState; path: EnvironmentEvent[] }[] = [{ state: initial, path: [] }];
+  for (let next = 0; next < queue.length; next += 1) {
+    const { state, path } = queue[next]!;
+    const key = serialize(state);
+    if (paths.has(key)) continue;
+    paths.set(key, path);
+    if (stopWhen(state)) continue;
+    const proposed = new Set<string>();
+    for (const event of events(state)) {
+      const eventKey = JSON.stringify(event);
+      if (proposed.has(eventKey)) continue;
+      proposed.add(eventKey);
+      const to = step(state, event);
+      edges.push({ from: state, event, to });
+      queue.push({ state: to, path: [...path, event] });
     }
   }
-  return paths;
+  return { edges, paths };
 }
 
 const briefFields = [

@@ -3,20 +3,20 @@
 // exploration took every transition of the definition.
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { getAdjacencyMap } from 'xstate/graph';
 import { environmentMachine } from '../../machines/environment.ts';
 import { environmentEventSchema, type EnvironmentEvent } from '../../machines/environment-events.ts';
 import type { SandboxState } from '../../machines/environment-context.ts';
 import {
+  initialModel,
   isEffect,
-  modelLogic,
   proposeEvents,
   serializeModel,
+  step,
   type ModelBounds,
   type ModelState,
 } from '../support/environment-model.ts';
 import { definedTransitions } from '../support/machine-transitions.ts';
-import { describeEvent, edgesOf, shortestPaths, type Edge } from '../support/model-paths.ts';
+import { describeEvent, exploreModel, type Edge, type Exploration } from '../support/model-paths.ts';
 
 const terminalSandbox = new Set<SandboxState>(['NoLease', 'Released', 'Failed']);
 const currentLeaseStates = new Set<SandboxState>([
@@ -26,13 +26,14 @@ const currentLeaseStates = new Set<SandboxState>([
   'ReconciliationRequired',
 ]);
 
-function explore(bounds: ModelBounds, depth: number) {
-  const adjacency = getAdjacencyMap(modelLogic, {
-    events: (snapshot) => proposeEvents(snapshot.context, bounds),
-    serializeState: (snapshot) => serializeModel(snapshot.context),
-    stopWhen: (snapshot) => snapshot.context.depth >= depth,
+function explore(bounds: ModelBounds, depth: number): Exploration {
+  return exploreModel({
+    initial: initialModel(),
+    step,
+    events: (state) => proposeEvents(state, bounds),
+    serialize: serializeModel,
+    stopWhen: (state) => state.depth >= depth,
   });
-  return { edges: edgesOf(adjacency), paths: shortestPaths(adjacency, serializeModel) };
 }
 
 const sandboxOf = (state: ModelState) => state.snapshot.value.sandbox;
@@ -388,8 +389,6 @@ const invariants: [string, (edge: Edge) => string | null][] = [
     },
   ],
 ];
-
-type Exploration = ReturnType<typeof explore>;
 
 function violations(exploration: Exploration, check: (edge: Edge) => string | null): string[] {
   const found: string[] = [];
