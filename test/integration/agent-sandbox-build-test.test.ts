@@ -5,6 +5,7 @@
 // unavailable), an eviction for the command's output is an output-limit interruption, and every
 // refusal (a wrong receipt, a failed command, a receipt for another Pod, a Pod re-created under the
 // same name) comes back as the port promises.
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -25,6 +26,7 @@ import { installBuildTest, type FakeBuildTest } from '../fakes/kube-api/build-te
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject } from '../fakes/kube-api/index.ts';
 import { sha256 } from '../support/build-test-commands.ts';
 import { skipWithoutCrds } from '../support/crd-dir.ts';
+import { eventually } from '../support/sandbox-scenarios.ts';
 import {
   NAMESPACE,
   adapterOn,
@@ -161,6 +163,48 @@ describe.skipIf(skipWithoutCrds)('AgentSandboxBuildTestRunner on the fake Kubern
         path: repositoryPathOf('/workspace', op.binding.operationId),
       },
     });
+  });
+
+  it('ends the capture exchange when its reader leaves after the first chunk, and serves it whole again', async () => {
+    const op = await operation(2, ['dist/app.js']);
+    // Random text, so the sealed document spans many of the kubelet's stdout pieces.
+    bt.plans.set(op.binding.operationId, {
+      write: { 'dist/app.js': randomBytes(96 * 1024).toString('hex') },
+    });
+    const { collectorPod, collector } = await runToCollector(op);
+    expect(collector.state).toBe('sealed');
+    if (collector.state !== 'sealed') return;
+    const ref = {
+      binding: op.binding,
+      placement: op.placement,
+      collectorPodUid: collectorPod.uid,
+      ...collector.receipt.capture!,
+    };
+    let release = () => {};
+    bt.captureHold.set(collectorPod.uid, new Promise<void>((resolve) => (release = resolve)));
+    const captures = () =>
+      fake.execSessions.filter((s) => s.container === 'collector' && s.command.at(-1) === 'capture');
+    const before = captures().length;
+    let first: Uint8Array | null = null;
+    // A budget longer than the case: only leaving the stream can end this exchange in time.
+    for await (const chunk of await runner.readCapture(ref, budget(600_000))) {
+      first = chunk;
+      break;
+    }
+    // Leaving the loop returned the stream, which ended its exchange before it settled.
+    expect(first?.length).toBeGreaterThan(0);
+    const ended = await eventually('the capture session ending', () => {
+      const outcomes = captures()
+        .slice(before)
+        .map((s) => s.outcome);
+      return Promise.resolve(outcomes.includes('open') ? undefined : outcomes);
+    });
+    expect(ended).toEqual(['client-closed']);
+    release();
+    bt.captureHold.delete(collectorPod.uid);
+    const bytes = await collectCapture(await runner.readCapture(ref, budget()));
+    expect({ sha256: sha256(bytes), length: bytes.length }).toEqual(collector.receipt.capture);
+    expect(Buffer.from(bytes.subarray(0, first!.length)).equals(Buffer.from(first!))).toBe(true);
   });
 
   it('collects the declared outputs of a version 1 command without a document', async () => {

@@ -18,6 +18,7 @@ import type {
   BuildTestBinding,
   InterruptReason,
 } from '../../../providers/build-test.ts';
+import { chunksOfBytes } from '../../../lib/capture-stream.ts';
 import { collect, type Collection } from '../../../providers/simulated/build-test-collector.ts';
 import {
   applyPlan,
@@ -45,6 +46,8 @@ export interface FakeBuildTest {
   released: Set<string>;
   /** What each collector sealed, by its Pod UID. */
   sealed: Map<string, Buffer>;
+  /** A promise a collector's capture answer waits on before its last piece, by the collector's Pod UID. */
+  captureHold: Map<string, Promise<void>>;
   /** The directory holding a Workspace PVC's content. */
   workspaceDir(pvcName: string): string;
   close(): Promise<void>;
@@ -63,6 +66,9 @@ const ENDINGS: Record<InterruptReason, { reason: string; message: string; exitCo
   },
   cancelled: { reason: 'Evicted', message: 'The node was low on resource: memory. ', exitCode: 137 },
 };
+
+/** The buffer the kubelet copies a container's output through (io.Copy's 32 KiB). */
+const KUBELET_COPY_BYTES = 32 * 1024;
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const budget = () => ({ signal: new AbortController().signal, deadline: new Date(Date.now() + 60_000) });
@@ -132,6 +138,7 @@ export async function installBuildTest(fake: FakeKubeApi): Promise<FakeBuildTest
     collectorReceiptPatch: new Map(),
     released: new Set(),
     sealed: new Map(),
+    captureHold: new Map(),
     workspaceDir: (pvcName) => join(root, 'pvc', pvcName),
     close: () => rm(root, { recursive: true, force: true }),
   };
@@ -238,7 +245,12 @@ export async function installBuildTest(fake: FakeKubeApi): Promise<FakeBuildTest
     }
     if (ctx.command.at(-1) === 'capture') {
       if (!collection.sealed || collection.document === null) return 5;
-      await ctx.stdout(collection.document.bytes);
+      // As a kubelet copies a container's stdout onto the stream: one buffer of it at a time.
+      const pieces = [...chunksOfBytes(collection.document.bytes, KUBELET_COPY_BYTES)];
+      for (const [index, piece] of pieces.entries()) {
+        if (index === pieces.length - 1) await bt.captureHold.get(uid);
+        await ctx.stdout(piece);
+      }
       return 0;
     }
     const answer = collection.sealed
