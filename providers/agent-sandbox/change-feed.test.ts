@@ -4,6 +4,7 @@
 // server ends (timeoutSeconds) or expires (410) is resumed, and nothing is missed across it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeKubeApi, type FakeKubeApi } from '../../test/fakes/kube-api/index.ts';
+import { skipWithoutCrds } from '../../test/support/crd-dir.ts';
 import { NAMESPACE, kubeConfigOf } from '../../test/support/fake-cluster-harness.ts';
 import { changedResource, sandboxChangeFeed } from './change-feed.ts';
 import type { KubeObject } from './kube-object.ts';
@@ -51,7 +52,7 @@ describe('changedResource', () => {
   });
 });
 
-describe('sandboxChangeFeed against the fake Kubernetes API', () => {
+describe.skipIf(skipWithoutCrds)('sandboxChangeFeed against the fake Kubernetes API', () => {
   let fake: FakeKubeApi;
   const controller = new AbortController();
   const seen: string[] = [];

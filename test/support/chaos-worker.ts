@@ -6,11 +6,18 @@ import { fakeAudience, fakeIssuer, startFakeServices, type MirrorOf } from './fa
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
+/**
+ * How long a stopped worker may take to exit. Its own shutdown waits up to 10 s for running jobs
+ * and 2 s more after aborting them; on a loaded 2-core machine (both cores busy with other work)
+ * that plus process exit passed 15 s, so the deadline leaves room for the load, not for a hang.
+ */
+const STOP_DEADLINE_MS = 45_000;
+
 export interface WorkerProcess {
   pid: number;
   /** stdout and stderr so far, for failure messages. */
   output(): string;
-  /** Sends `signal` and waits for the process to be gone. */
+  /** Sends `signal` and waits for the process to be gone (at most STOP_DEADLINE_MS by default). */
   stop(signal: NodeJS.Signals, timeoutMs?: number): Promise<{ code: number | null; signal: string | null }>;
   readonly exited: boolean;
 }
@@ -98,7 +105,7 @@ export async function startWorkerProcess(
     get exited() {
       return exited;
     },
-    async stop(signal, timeoutMs = 15_000) {
+    async stop(signal, timeoutMs = STOP_DEADLINE_MS) {
       if (!exited) child.kill(signal);
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {

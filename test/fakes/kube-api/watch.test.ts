@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PatchStrategy, failureOf, kubeClients, setHeaderOptions, type KubeClients } from './clients.ts';
 import { startFakeKubeApi, type FakeKubeApi, type PlantedObject } from './index.ts';
 import { openWatch } from './watch-client.ts';
+import { skipWithoutCrds } from '../../support/crd-dir.ts';
 
 const pod = (namespace: string, name: string, labels: Record<string, string> = {}): PlantedObject => ({
   apiVersion: 'v1',
@@ -22,12 +23,13 @@ let fake: FakeKubeApi;
 let k: KubeClients;
 
 beforeAll(async () => {
+  if (skipWithoutCrds) return;
   fake = await startFakeKubeApi({ controller: { paused: true }, watch: { bookmarkIntervalMs: 100 } });
   k = kubeClients(fake.kubeconfig());
 });
-afterAll(() => fake.close());
+afterAll(() => fake?.close());
 
-describe('the stream', () => {
+describe.skipIf(skipWithoutCrds)('the stream', () => {
   it('starts with an ADDED event for every current matching object when no resourceVersion is given', async () => {
     fake.objects.put(pod('initial', 'b', { app: 'web' }));
     fake.objects.put(pod('initial', 'a', { app: 'web' }));
@@ -169,7 +171,7 @@ describe('the stream', () => {
   });
 });
 
-describe('resourceVersion', () => {
+describe.skipIf(skipWithoutCrds)('resourceVersion', () => {
   it('replays only the events after the version given, and a no-op write sends none', async () => {
     const first = fake.objects.put(pod('resume', 'a'));
     const from = fake.objects.revision;
@@ -202,7 +204,7 @@ describe('resourceVersion', () => {
   });
 });
 
-describe('bookmarks', () => {
+describe.skipIf(skipWithoutCrds)('bookmarks', () => {
   it('tell a watcher that asked for them the current version, and nobody else', async () => {
     const plain = await openWatch(fake, podsOf('marks'));
     const marked = await openWatch(fake, podsOf('marks'), {
@@ -227,7 +229,7 @@ describe('bookmarks', () => {
   });
 });
 
-describe('the end of a stream', () => {
+describe.skipIf(skipWithoutCrds)('the end of a stream', () => {
   it('comes cleanly after timeoutSeconds', async () => {
     const started = performance.now();
     const watch = await openWatch(fake, podsOf('timeout'), { timeoutSeconds: '1' });
@@ -266,7 +268,7 @@ describe('the end of a stream', () => {
   });
 });
 
-describe('a short history', () => {
+describe.skipIf(skipWithoutCrds)('a short history', () => {
   let small: FakeKubeApi;
   beforeAll(async () => {
     small = await startFakeKubeApi({
@@ -306,7 +308,7 @@ describe('a short history', () => {
   });
 });
 
-describe('a closing server', () => {
+describe.skipIf(skipWithoutCrds)('a closing server', () => {
   it('ends every open stream, and close() returns', async () => {
     const closing = await startFakeKubeApi({ controller: { paused: true } });
     const pods = await openWatch(closing, '/api/v1/pods', { timeoutSeconds: '600' });
