@@ -28,8 +28,9 @@ const shared = { testTimeout: 30_000, hookTimeout: 30_000, pool: 'forks', maxWor
 
 export default defineConfig({
   test: {
-    // Once per run, whichever projects run: reports the CRD tests skipped for want of the schemas.
-    globalSetup: ['test/support/crd-notice.ts'],
+    // Once per run, whichever projects run: reports the CRD tests skipped for want of the schemas,
+    // and builds dist/ and the embedded database template for the tests that spawn the CLI.
+    globalSetup: ['test/support/crd-notice.ts', 'test/support/prepared-once.ts'],
     projects: [
       {
         test: { name: 'unit', include: unitTests, ...shared },

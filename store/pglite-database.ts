@@ -32,9 +32,14 @@ function wrap(target: PgliteQueryable): Queryable {
  * Embedded PostgreSQL (WASM). One connection per process: transactions are serialised by PGlite,
  * so concurrency semantics (advisory locks, CAS) hold trivially.
  * @param dataDir a directory to persist in, or undefined for an in-memory database
+ * @param image a data directory dumped by PGlite's `dumpDataDir` to start from instead of running
+ *   initdb (seconds on a busy machine); only for a directory that holds no database yet
  */
-export async function createPgliteDatabase(dataDir?: string): Promise<Database> {
-  const pglite = await PGlite.create(dataDir === undefined ? {} : { dataDir });
+export async function createPgliteDatabase(dataDir?: string, image?: Blob): Promise<Database> {
+  const pglite = await PGlite.create({
+    ...(dataDir === undefined ? {} : { dataDir }),
+    ...(image === undefined ? {} : { loadDataDir: image }),
+  });
   const outer = wrap(pglite);
   return {
     kind: 'pglite',

@@ -1,5 +1,5 @@
 // `sandlot envs …` and `sandlot attempts` against one embedded `sandlot serve` (a child process on a
-// fresh data directory), as a user runs them beside it: `sandlot demo` takes one Environment
+// new data directory seeded with the tests' migrated template database), as a user runs them beside it: `sandlot demo` takes one Environment
 // through provision and release over the API, a second one is registered through the API, and
 // the commands list, show, read attempts, release, are refused, and reject a usage mistake, all
 // with tokens minted from the shared dev key.
@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEntry, runCli } from '../support/run-cli.ts';
+import { seedEmbeddedDatabase } from '../support/prepared-once.ts';
 import { repoRoot } from '../support/chaos-worker.ts';
 import { provisionBody, type Scenario } from '../support/sandbox-flow.ts';
 
@@ -24,6 +25,7 @@ describe('sandlot envs and attempts through the API of an embedded serve', () =>
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'sandlot-envs-'));
+    await seedEmbeddedDatabase(dataDir);
     env = { SANDLOT_DATA_DIR: dataDir, HOME: process.env['HOME'] ?? dataDir };
     serve = spawn(process.execPath, [cliEntry, 'serve', '--port', '0'], {
       cwd: repoRoot,

@@ -1,6 +1,7 @@
-// `sandlot demo` as a user runs it: `sandlot serve --port 0` in a child process on a fresh data
-// directory, then `sandlot demo --url …` in another process sharing that directory (for the dev
-// key). It must take one lease from provision to Released and exit 0; against a server that is not
+// `sandlot demo` as a user runs it: `sandlot serve --port 0` in a child process on a new data
+// directory (given the tests' migrated template database, see test/support/prepared-once.ts; the
+// very first start is cli-serve.test.ts's), then `sandlot demo --url …` in another process sharing
+// that directory (for the dev key). It must take one lease from provision to Released and exit 0; against a server that is not
 // running it must say so and exit 1. With --build-test (and a server with a BuildTest profile) it
 // also runs one version 2 command on the lease through capture, acknowledgment and cleanup. With
 // --suspend-resume it suspends the lease and resumes it on a new one, verified by the same tree hash.
@@ -11,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { profileDocument } from '../support/build-test-profile.ts';
+import { seedEmbeddedDatabase } from '../support/prepared-once.ts';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const cli = path.join(repoRoot, 'cli', 'sandlot.mjs');
@@ -97,6 +99,7 @@ describe('sandlot demo against a running embedded serve', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'sandlot-demo-'));
+    await seedEmbeddedDatabase(dataDir);
     server = await startServe(dataDir);
   }, 90_000);
 
@@ -196,6 +199,7 @@ describe('sandlot demo --build-test', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'sandlot-demo-bt-'));
+    await seedEmbeddedDatabase(dataDir);
     const file = path.join(dataDir, 'build-test-profile.json');
     await writeFile(file, JSON.stringify(profileDocument(['/usr/bin/npm'], ['v2'])));
     env = { SANDLOT_BUILDTEST_PROFILE_FILE: file };

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../cli/context.ts';
+import { seedEmbeddedDatabase } from '../support/prepared-once.ts';
 import { enrollHostFromFile, trustHosts } from '../../cli/hosts.ts';
 import { migrateFor } from '../../cli/migrations.ts';
 import { loadConfig } from '../../config/load.ts';
@@ -214,6 +215,7 @@ describe('sandlot serve with SANDLOT_PROVIDER=sandbox-host and two `sandlot host
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sandlot-host-serve-'));
     dataDir = join(dir, 'data');
+    await seedEmbeddedDatabase(dataDir);
     const hostsCa = await createTestCertificateAuthority('sandbox-hosts-ca');
     const serverCa = await createTestCertificateAuthority('host-control-server-ca');
     const server = await serverCa.issue([NAME]);

@@ -17,6 +17,7 @@ import { cleanupHost, runHost } from '../../cli/host.ts';
 import { HostDeclarationError } from '../../cli/host-declaration.ts';
 import { EnrollmentRefusedError, enrollHostFromFile, listHosts, trustHosts } from '../../cli/hosts.ts';
 import { composeSandlot } from '../../cli/compose.ts';
+import { seedEmbeddedDatabase } from '../support/prepared-once.ts';
 import { loadConfig } from '../../config/load.ts';
 import { controlHandlersFor, issueAssignment } from '../../providers/sandbox-host/assignments.ts';
 import { createPgHostCertificateDirectory } from '../../providers/sandbox-host/certificate-rotation.ts';
@@ -416,6 +417,7 @@ describe('sandlot host run: the daemon', () => {
 describe('composition with SANDLOT_PROVIDER=sandbox-host', () => {
   it('refuses to start naming every missing sandbox-host setting, and starts the listener when they are good', async () => {
     const base = { SANDLOT_DATA_DIR: join(dir, 'embedded'), SANDLOT_PROVIDER: 'sandbox-host' };
+    await seedEmbeddedDatabase(base.SANDLOT_DATA_DIR);
     const bad = {
       ...base,
       SANDLOT_HOST_CONTROL_LISTEN: 'nowhere',

@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { Database } from '../../store/db.ts';
 import { createPgDatabase } from '../../store/pg-database.ts';
 import { createPgliteDatabase } from '../../store/pglite-database.ts';
+import { pgliteImage } from './prepared-once.ts';
 
 export const testDatabaseUrl = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -48,9 +49,19 @@ export interface BackendHandle {
 export type BackendName = 'postgres' | 'pglite';
 export const backends: BackendName[] = ['postgres', 'pglite'];
 
+/**
+ * A new in-memory PGlite database, empty as after initdb. Under vitest it starts from the image of
+ * one that the global setup (test/support/prepared-once.ts) dumped, instead of running initdb again:
+ * about 1.5 s instead of 4 s a time on this 2-core machine.
+ */
+export async function newPgliteDatabase(): Promise<Database> {
+  const image = await pgliteImage();
+  return createPgliteDatabase(undefined, image);
+}
+
 export async function openBackend(name: BackendName): Promise<BackendHandle> {
   if (name === 'pglite') {
-    const db = await createPgliteDatabase();
+    const db = await newPgliteDatabase();
     return { db, second: () => db, close: () => db.close() };
   }
   const iso = await isolatedPostgres();
@@ -77,7 +88,7 @@ export function reusableBackend(name: BackendName): ReusableBackend {
   let pglite: Database | null = null;
   return {
     async open() {
-      if (pglite === null) pglite = await createPgliteDatabase();
+      if (pglite === null) pglite = await newPgliteDatabase();
       else await pglite.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public;');
       const db = pglite;
       return { db, second: () => db, close: () => Promise.resolve() };
