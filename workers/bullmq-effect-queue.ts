@@ -17,7 +17,7 @@ import {
 } from './effect-queue.ts';
 import { withTimeout } from './deadline.ts';
 import { PublishTimeoutError, QueueClosedError } from './errors.ts';
-import { closeWorker, connectRedis, redisUnreadiness, type RedisTarget } from './redis.ts';
+import { closeQueue, closeWorker, connectRedis, redisUnreadiness, type RedisTarget } from './redis.ts';
 
 export const EFFECTS_QUEUE = 'effects';
 export const DEFAULT_LOCK_DURATION_MS = 5_000;
@@ -178,9 +178,7 @@ export class BullmqEffectQueue implements EffectQueue {
 
   private async shutdown(timeoutMs: number): Promise<void> {
     if (this.worker !== undefined) await closeWorker(this.worker, timeoutMs, this.logger);
-    await this.queue
-      .close()
-      .catch((error: unknown) => this.logger.warn({ err: error }, 'queue close failed'));
+    await closeQueue(this.queue, this.logger);
     // BullMQ leaves connections it was given open; these are ours.
     this.workerRedis?.disconnect();
     this.producer.disconnect();

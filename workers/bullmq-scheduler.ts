@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_CLOSE_TIMEOUT_MS, type CloseOptions } from './effect-queue.ts';
 import { QueueClosedError } from './errors.ts';
-import { closeWorker, connectRedis, redisUnreadiness, type RedisTarget } from './redis.ts';
+import { closeQueue, closeWorker, connectRedis, redisUnreadiness, type RedisTarget } from './redis.ts';
 import { assertTasks, type PeriodicTask, type Scheduler } from './scheduler.ts';
 
 export const MAINTENANCE_QUEUE = 'maintenance';
@@ -105,9 +105,7 @@ export class BullmqScheduler implements Scheduler {
   private async shutdown(timeoutMs: number): Promise<void> {
     clearInterval(this.reassert);
     if (this.worker !== undefined) await closeWorker(this.worker, timeoutMs, this.logger);
-    await this.queue
-      .close()
-      .catch((error: unknown) => this.logger.warn({ err: error }, 'queue close failed'));
+    await closeQueue(this.queue, this.logger);
     this.redis.disconnect();
   }
 }

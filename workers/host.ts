@@ -213,9 +213,15 @@ export async function startWorkers(deps: WorkerDeps, settings: WorkerSettings = 
       closed = true;
       deps.runtime.setEffectSink(() => undefined);
       await follower?.close();
-      await scheduler?.close();
-      await relay.stop();
-      await queue.close();
+      // Side by side: each may wait its whole close timeout for running jobs, and one after the
+      // other those two waits (and their bounded aborts) came near the process's grace period.
+      await Promise.all([
+        scheduler?.close(),
+        (async () => {
+          await relay.stop();
+          await queue.close();
+        })(),
+      ]);
     },
   };
 }

@@ -39,7 +39,8 @@ export function redisUnreadiness(client: Redis, what: string): string | null {
 /**
  * Closes a worker, waiting up to `timeoutMs` for active jobs. `close(true)` is no use after
  * `close()`: in bullmq 6.7.0 it returns the first, still waiting, promise. So on timeout we abort
- * the jobs' signals instead, give them a moment to hand their jobs back, then disconnect.
+ * the jobs' signals instead, give them a moment to hand their jobs back, then disconnect, and wait
+ * no longer than that moment again for the disconnect either.
  */
 export async function closeWorker(worker: Worker, timeoutMs: number, logger: Logger): Promise<void> {
   const closing = worker.close();
@@ -49,5 +50,19 @@ export async function closeWorker(worker: Worker, timeoutMs: number, logger: Log
   worker.cancelAllJobs('shutdown');
   if (await settleWithin(closing, ABORT_GRACE_MS)) return;
   logger.error({ queue: worker.name }, 'jobs ignored their abort signal; disconnecting under them');
-  await worker.disconnect().catch(() => undefined);
+  // After Redis dropped and came back, bullmq 6.7.0's close() has waited with no job running, and
+  // its disconnect() never settled: bounded too, so shutdown ends within its grace period.
+  if (await settleWithin(worker.disconnect(), ABORT_GRACE_MS)) return;
+  logger.error({ queue: worker.name }, 'worker did not disconnect; its connections end with the process');
+}
+
+/** Closes a BullMQ queue, but never waits longer than ABORT_GRACE_MS for it (see closeWorker). */
+export async function closeQueue(
+  queue: { name: string; close(): Promise<void> },
+  logger: Logger,
+): Promise<void> {
+  const closing = queue.close();
+  closing.catch((error: unknown) => logger.warn({ err: error, queue: queue.name }, 'queue close failed'));
+  if (await settleWithin(closing, ABORT_GRACE_MS)) return;
+  logger.warn({ queue: queue.name }, 'queue did not close; its connections end with the process');
 }

@@ -114,7 +114,11 @@ describe('sandlot worker: /healthz and /readyz', () => {
     gate.open();
     await probeUntil(`${base}/readyz`, 200, 'readiness once Redis is back');
 
-    expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    const stopped = await child.stop('SIGTERM');
+    expect(stopped, `the worker's exit after SIGTERM; its output:\n${child.output()}`).toEqual({
+      code: 0,
+      signal: null,
+    });
     expect(await probe(`${base}/healthz`)).toBeNull();
   }, 120_000);
 });
