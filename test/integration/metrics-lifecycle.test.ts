@@ -2,7 +2,8 @@
 // PostgreSQL and Redis: one lease provisioned, Active and released (each lease histogram counts it
 // once, labelled with its provider and outcome; provision → readyForDispatch is timed from the first
 // inspection that answered ready, once), and one whose provision the simulated provider
-// answers with a 5xx (its attempt stays Unknown, and the oldest-attempt gauge shows its age).
+// answers with a 5xx (its attempt stays Unknown until its retry settles it, and the oldest-attempt
+// gauge shows its age meanwhile).
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -53,9 +54,17 @@ describe('lease histograms and on-call gauges (production composition, PostgreSQ
       logger: pino({ level: 'silent' }),
       env: {
         SANDLOT_METRICS_PORT: '0',
-        // The second provision gets a 5xx: an effect that may have happened, so Unknown.
+        // The second provision gets a 5xx: an effect that may have happened, so Unknown. The
+        // reconciler then lists nothing and retries it under the same operation (the third call),
+        // whose resource settles the Unknown attempt: that retry is held 3 s, so the Unknown attempt
+        // lasts long enough to be scraped on a loaded machine (released at once, the recovery beat
+        // the scrape now and then, and the gauge was back at 0 before the test read it).
+        SANDLOT_CALL_TIMEOUT_MS: '10000',
         SANDLOT_SIMULATED_FAULTS: JSON.stringify({
-          script: [{ operation: 'provision', call: 2, fault: 'server-error' }],
+          script: [
+            { operation: 'provision', call: 2, fault: 'server-error' },
+            { operation: 'provision', call: 3, fault: 'latency', ms: 3_000 },
+          ],
         }),
       },
     });
@@ -135,7 +144,7 @@ describe('lease histograms and on-call gauges (production composition, PostgreSQ
       pick(all, 'sandlot_provision_duration_seconds_count', { provider: 'simulated', outcome: 'Active' })[0]
         ?.value,
     ).toBe(1);
-  });
+  }, 60_000);
 
   it('times provision → readyForDispatch once per lease: the first inspection answering ready, never a later one', async () => {
     const run = 'run-ready';
